@@ -1,0 +1,22 @@
+"""hurtle's rigid-body physics engine: MuJoCo's model and equations in JAX.
+
+    model = hurtle.physics.load("ant.xml")
+    data = hurtle.physics.make_data(model)
+    data = jax.jit(hurtle.physics.step)(model, data)
+"""
+
+from hurtle.physics.actuation import actuation, transmission
+from hurtle.physics.dynamics import com_vel, passive, rne
+from hurtle.physics.forward import energy, euler, forward, implicit, integrate_pos, rk4, step
+from hurtle.physics.inertia import crb, factor_m, solve_m
+from hurtle.physics.io import from_mjdata, make_data, to_mujoco
+from hurtle.physics.kinematics import com_pos, kinematics
+from hurtle.physics.model import from_mujoco, load
+from hurtle.physics.tendon import tendon
+from hurtle.physics.types import Contact, Data, Model, Option
+
+__all__ = [
+    "Contact", "Data", "Model", "Option", "actuation", "com_pos", "com_vel", "crb", "energy", "euler",
+    "factor_m", "forward", "from_mjdata", "from_mujoco", "implicit", "integrate_pos", "kinematics", "load",
+    "make_data", "passive", "rk4", "rne", "solve_m", "step", "tendon", "to_mujoco", "transmission",
+]

@@ -1,0 +1,152 @@
+"""Actuators: `transmission` (lengths and moment arms) and `actuation` (forces, act_dot)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from hurtle.physics import math
+from hurtle.physics.types import (
+    BIAS_AFFINE,
+    DYN_FILTER,
+    DYN_FILTEREXACT,
+    DYN_INTEGRATOR,
+    DYN_NONE,
+    GAIN_AFFINE,
+    JNT_BALL,
+    JNT_FREE,
+    TRN_JOINT,
+    TRN_JOINTINPARENT,
+    TRN_TENDON,
+    Data,
+    Model,
+)
+
+_DSBL = mujoco.mjtDisableBit
+
+
+def transmission(m: Model, d: Data) -> Data:
+    """`actuator_length` and the dense moment matrix `actuator_moment` (nu x nv) (mj_transmission)."""
+    with jax.named_scope("transmission"):
+        dt = d.qpos.dtype
+        if m.nu == 0:
+            return d
+        length = jnp.zeros(m.nu, dt)
+        moment = jnp.zeros((m.nu, m.nv), dt)
+        gear = m.actuator_gear
+        trn, tid = m.actuator_trntype, m.actuator_trnid[:, 0]
+        joint_trn = (trn == TRN_JOINT) | (trn == TRN_JOINTINPARENT)
+        jtype = np.where(joint_trn, m.jnt_type[np.where(joint_trn, tid, 0)], -1)
+        # scalar joints: length = gear * q, moment = gear
+        a = np.nonzero(joint_trn & (jtype != JNT_BALL) & (jtype != JNT_FREE))[0]
+        if a.size:
+            j = tid[a]
+            length = length.at[a].set(gear[a, 0] * d.qpos[m.jnt_qposadr[j]])
+            moment = moment.at[a, m.jnt_dofadr[j]].set(gear[a, 0])
+        # ball joints: length = rotation vector . gear axis
+        a = np.nonzero(joint_trn & (jtype == JNT_BALL))[0]
+        if a.size:
+            j = tid[a]
+            quat = d.qpos[m.jnt_qposadr[j][:, None] + np.arange(4)]
+            gax = _gear_axis(trn[a], gear[a, :3], quat)
+            length = length.at[a].set(math.dot(math.quat_to_rotvec(quat), gax))
+            moment = moment.at[a[:, None], m.jnt_dofadr[j][:, None] + np.arange(3)].set(gax)
+        # free joints: no meaningful length; moment is the gear (rotation part maybe in parent frame)
+        a = np.nonzero(joint_trn & (jtype == JNT_FREE))[0]
+        if a.size:
+            j = tid[a]
+            quat = d.qpos[m.jnt_qposadr[j][:, None] + 3 + np.arange(4)]
+            gax = _gear_axis(trn[a], gear[a, 3:6], quat)
+            moment = moment.at[a[:, None], m.jnt_dofadr[j][:, None] + np.arange(6)].set(
+                jnp.concatenate([gear[a, :3], gax], -1)
+            )
+        a = np.nonzero(trn == TRN_TENDON)[0]
+        if a.size:
+            length = length.at[a].set(gear[a, 0] * d.ten_length[tid[a]])
+            moment = moment.at[a].set(gear[a, 0, None] * d.ten_J[tid[a]])
+        return d.replace(actuator_length=length, actuator_moment=moment)
+
+
+def _gear_axis(trn: np.ndarray, gear: jax.Array, quat: jax.Array) -> jax.Array:
+    """Gear axis, rotated into the parent frame for `jointinparent` transmissions."""
+    inparent = math.quat_rot(math.quat_conj(quat), gear)
+    return jnp.where((trn == TRN_JOINTINPARENT)[:, None], inparent, gear)
+
+
+def actuator_velocity(m: Model, d: Data) -> Data:
+    if m.nu == 0 or m.disabled(_DSBL.mjDSBL_ACTUATION):
+        return d.replace(actuator_velocity=jnp.zeros(m.nu, d.qpos.dtype))
+    return d.replace(actuator_velocity=math.matmul(d.actuator_moment, d.qvel))
+
+
+def next_activation(m: Model, d: Data, act_dot: jax.Array) -> jax.Array:
+    """Activation after one timestep, per activation slot, clamped to `actrange` (mj_nextActivation)."""
+    if m.na == 0:
+        return d.act
+    has = np.nonzero(m.actuator_actadr >= 0)[0]
+    adr = m.actuator_actadr[has]
+    dt = m.opt.timestep
+    tau = jnp.maximum(math.MINVAL, m.actuator_dynprm[has, 0])
+    exact = m.actuator_dyntype[has] == DYN_FILTEREXACT
+    step = jnp.where(exact, act_dot[adr] * tau * (1.0 - jnp.exp(-dt / tau)), act_dot[adr] * dt)
+    act = d.act[adr] + step
+    lim = m.actuator_actlimited[has]
+    rng = m.actuator_actrange[has]
+    act = jnp.where(lim, jnp.clip(act, rng[:, 0], rng[:, 1]), act)
+    return d.act.at[adr].set(act)
+
+
+def actuation(m: Model, d: Data) -> Data:
+    """Activation dynamics, actuator forces and `qfrc_actuator` (mj_fwdActuation)."""
+    with jax.named_scope("actuation"):
+        dt = d.qpos.dtype
+        zero_v = jnp.zeros(m.nv, dt)
+        if m.nu == 0 or m.disabled(_DSBL.mjDSBL_ACTUATION):
+            return d.replace(
+                actuator_force=jnp.zeros(m.nu, dt), act_dot=jnp.zeros(m.na, dt), qfrc_actuator=zero_v
+            )
+        ctrl = d.ctrl
+        if not m.disabled(_DSBL.mjDSBL_CLAMPCTRL):
+            rng = m.actuator_ctrlrange
+            ctrl = jnp.where(m.actuator_ctrllimited, jnp.clip(ctrl, rng[:, 0], rng[:, 1]), ctrl)
+        # a non-finite control zeroes all controls, as MuJoCo does (with a warning there)
+        ctrl = jnp.where(jnp.all(jnp.isfinite(ctrl)), ctrl, 0.0)
+
+        dyn = m.actuator_dyntype
+        act_dot = jnp.zeros(m.na, dt)
+        stateful = np.nonzero(m.actuator_actadr >= 0)[0]
+        if stateful.size:
+            adr = m.actuator_actadr[stateful] + m.actuator_actnum[stateful] - 1
+            tau = jnp.maximum(math.MINVAL, m.actuator_dynprm[stateful, 0])
+            filt = (ctrl[stateful] - d.act[adr]) / tau
+            integ = dyn[stateful] == DYN_INTEGRATOR
+            filtered = (dyn[stateful] == DYN_FILTER) | (dyn[stateful] == DYN_FILTEREXACT)
+            val = jnp.where(integ, ctrl[stateful], jnp.where(filtered, filt, 0.0))
+            act_dot = act_dot.at[adr].set(val)
+
+        length, vel = d.actuator_length, d.actuator_velocity
+        gp, bp = m.actuator_gainprm, m.actuator_biasprm
+        gain = jnp.where(m.actuator_gaintype == GAIN_AFFINE, gp[:, 0] + gp[:, 1] * length + gp[:, 2] * vel, gp[:, 0])
+        bias = jnp.where(m.actuator_biastype == BIAS_AFFINE, bp[:, 0] + bp[:, 1] * length + bp[:, 2] * vel, 0.0)
+        inp = ctrl
+        if stateful.size:
+            adr = m.actuator_actadr[stateful] + m.actuator_actnum[stateful] - 1
+            nxt = next_activation(m, d, act_dot)
+            act_in = jnp.where(m.actuator_actearly[stateful], nxt[adr], d.act[adr])
+            inp = inp.at[stateful].set(jnp.where(dyn[stateful] == DYN_NONE, ctrl[stateful], act_in))
+        force = gain * inp + bias
+        frng = m.actuator_forcerange
+        force = jnp.where(m.actuator_forcelimited, jnp.clip(force, frng[:, 0], frng[:, 1]), force)
+
+        qfrc = math.matmul(d.actuator_moment.T, force)
+        if np.any(m.jnt_actgravcomp):
+            qfrc = qfrc + jnp.where(m.jnt_actgravcomp[m.dof_jntid], d.qfrc_gravcomp, 0.0)
+        if np.any(m.jnt_actfrclimited):
+            # MuJoCo clamps the first dof of each limited joint
+            rng = m.jnt_actfrcrange[m.dof_jntid]
+            first = np.arange(m.nv) == m.jnt_dofadr[m.dof_jntid]
+            lim = m.jnt_actfrclimited[m.dof_jntid] & first
+            qfrc = jnp.where(lim, jnp.clip(qfrc, rng[:, 0], rng[:, 1]), qfrc)
+        return d.replace(actuator_force=force, act_dot=act_dot, qfrc_actuator=qfrc)

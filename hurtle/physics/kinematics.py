@@ -1,0 +1,162 @@
+"""Position stages: `kinematics` (frames of bodies, joints, geoms, sites) and `com_pos`.
+
+The tree is walked level by level: every body of one depth is placed by one vectorised operation,
+so the traced program grows with the tree's depth, not its size.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hurtle.physics import math
+from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data, Model
+
+
+def _joint_step(m: Model, d: Data, bodies, jnts, p, q):
+    """Apply one joint per body (`jnts` of `bodies`) to the body-in-parent pose (p, q).
+
+    Returns the new pose and the joint's anchor and axis in the parent's frame.
+    """
+    jtype = m.jnt_type[jnts]
+    axis = math.quat_rot(q, m.jnt_axis[jnts])
+    anchor = p + math.quat_rot(q, m.jnt_pos[jnts])
+    qadr = m.jnt_qposadr[jnts]
+    q_new, p_new = q, p
+    is_slide = jtype == JNT_SLIDE
+    rotating = ~is_slide
+    if np.any(rotating):
+        qloc = jnp.zeros(q.shape, q.dtype)
+        if np.any(jtype == JNT_HINGE):
+            angle = d.qpos[qadr] - m.qpos0[qadr]
+            qloc = math.axis_angle_to_quat(m.jnt_axis[jnts], angle)
+        if np.any(jtype == JNT_BALL):
+            idx = np.minimum(qadr[:, None] + np.arange(4), m.nq - 1)
+            ball = math.quat_normalize(d.qpos[idx])
+            qloc = jnp.where((jtype == JNT_BALL)[:, None], ball, qloc)
+        q_rot = math.quat_mul(q, qloc)
+        p_rot = anchor - math.quat_rot(q_rot, m.jnt_pos[jnts])
+        q_new = jnp.where(rotating[:, None], q_rot, q_new)
+        p_new = jnp.where(rotating[:, None], p_rot, p_new)
+    if np.any(is_slide):
+        p_slide = p + axis * (d.qpos[qadr] - m.qpos0[qadr])[:, None]
+        p_new = jnp.where(is_slide[:, None], p_slide, p_new)
+    return p_new, q_new, anchor, axis
+
+
+def kinematics(m: Model, d: Data) -> Data:
+    """Global frames of bodies, joints (anchor, axis), inertias, geoms and sites (mj_kinematics)."""
+    with jax.named_scope("kinematics"):
+        t = m.tree
+        dtype = d.qpos.dtype
+        # pose of each body in its parent's frame: body offset (or mocap) then its joints
+        p, q = m.body_pos, m.body_quat
+        if m.nmocap:
+            mb = np.nonzero(m.body_mocapid >= 0)[0]
+            mid = m.body_mocapid[mb]
+            p = p.at[mb].set(d.mocap_pos[mid])
+            q = q.at[mb].set(math.quat_normalize(d.mocap_quat[mid]))
+        anchor_l = jnp.zeros((m.njnt, 3), dtype)
+        axis_l = jnp.zeros((m.njnt, 3), dtype)
+        for bodies, jnts in t.jnt_slots:
+            pb, qb, anc, ax = _joint_step(m, d, bodies, jnts, p[bodies], q[bodies])
+            p, q = p.at[bodies].set(pb), q.at[bodies].set(qb)
+            anchor_l, axis_l = anchor_l.at[jnts].set(anc), axis_l.at[jnts].set(ax)
+
+        # world frames, one tree level at a time
+        xpos = jnp.zeros((m.nbody, 3), dtype)
+        xquat = jnp.zeros((m.nbody, 4), dtype).at[:, 0].set(1.0)
+        if t.free_body.size:
+            idx = t.free_qadr[:, None] + np.arange(7)
+            qf = d.qpos[idx]
+            xpos = xpos.at[t.free_body].set(qf[:, :3])
+            xquat = xquat.at[t.free_body].set(math.quat_normalize(qf[:, 3:]))
+        for level in t.levels:
+            par = m.body_parentid[level]
+            xq_par = xquat[par]
+            xpos = xpos.at[level].set(xpos[par] + math.quat_rot(xq_par, p[level]))
+            xquat = xquat.at[level].set(math.quat_normalize(math.quat_mul(xq_par, q[level])))
+        xmat = math.quat_to_mat(xquat)
+
+        # joint anchors and axes: the parent's world frame applied to the in-parent values
+        jpar = m.body_parentid[m.jnt_bodyid]
+        xanchor = xpos[jpar] + math.quat_rot(xquat[jpar], anchor_l)
+        xaxis = math.quat_rot(xquat[jpar], axis_l)
+        free_j = np.nonzero(m.jnt_type == JNT_FREE)[0]
+        if free_j.size:
+            xanchor = xanchor.at[free_j].set(xpos[m.jnt_bodyid[free_j]])
+            xaxis = xaxis.at[free_j].set(m.jnt_axis[free_j])
+
+        xipos, ximat = _local_to_global(xpos, xquat, m.body_ipos, m.body_iquat, np.arange(m.nbody))
+        # the world body's inertial frame stays at the origin, as in MuJoCo
+        xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(jnp.eye(3, dtype=dtype))
+        geom_xpos, geom_xmat = _local_to_global(xpos, xquat, m.geom_pos, m.geom_quat, m.geom_bodyid)
+        site_xpos, site_xmat = _local_to_global(xpos, xquat, m.site_pos, m.site_quat, m.site_bodyid)
+        return d.replace(
+            xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor, xaxis=xaxis,
+            geom_xpos=geom_xpos, geom_xmat=geom_xmat, site_xpos=site_xpos, site_xmat=site_xmat,
+        )
+
+
+def _local_to_global(xpos, xquat, pos, quat, body):
+    """World position and rotation matrix of frames given in their body's frame."""
+    if len(body) == 0:
+        return jnp.zeros((0, 3), xpos.dtype), jnp.zeros((0, 3, 3), xpos.dtype)
+    wpos = xpos[body] + math.quat_rot(xquat[body], pos)
+    wmat = math.quat_to_mat(math.quat_mul(xquat[body], quat))
+    return wpos, wmat
+
+
+def com_pos(m: Model, d: Data) -> Data:
+    """Subtree centres of mass, com-based inertias `cinert` and motion dofs `cdof` (mj_comPos)."""
+    with jax.named_scope("com_pos"):
+        t = m.tree
+        mass = m.body_mass
+        sub = t.body_subtree.astype(d.qpos.dtype)
+        sub_mass = math.matmul(sub, mass)
+        sub_mom = math.matmul(sub, mass[:, None] * d.xipos)
+        ok = sub_mass >= math.MINVAL
+        subtree_com = jnp.where(ok[:, None], sub_mom / jnp.where(ok, sub_mass, 1.0)[:, None], d.xipos)
+
+        # cinert: body inertia rotated to world axes, about the subtree com of its tree's root
+        dif = d.xipos - subtree_com[m.body_rootid]
+        rot = math.einsum("bij,bj,bkj->bik", d.ximat, m.body_inertia, d.ximat)
+        md = mass[:, None] * dif
+        dx, dy, dz = dif[:, 0], dif[:, 1], dif[:, 2]
+        cinert = jnp.stack(
+            [
+                rot[:, 0, 0] + mass * (dy * dy + dz * dz),
+                rot[:, 1, 1] + mass * (dx * dx + dz * dz),
+                rot[:, 2, 2] + mass * (dx * dx + dy * dy),
+                rot[:, 0, 1] - mass * dx * dy,
+                rot[:, 0, 2] - mass * dx * dz,
+                rot[:, 1, 2] - mass * dy * dz,
+                md[:, 0], md[:, 1], md[:, 2], mass,
+            ],
+            -1,
+        ).at[0].set(0.0)
+
+        cdof = _cdof(m, d, subtree_com)
+        return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)
+
+
+def _cdof(m: Model, d: Data, subtree_com: jax.Array) -> jax.Array:
+    """Motion subspaces of all dofs in the com-based frame."""
+    t = m.tree
+    if m.nv == 0:
+        return jnp.zeros((0, 6), d.qpos.dtype)
+    jnt = m.dof_jntid
+    offset = subtree_com[t.dof_rootid] - d.xanchor[jnt]
+    axis = d.xaxis[jnt]
+    col = t.dof_axis_col
+    if np.any(t.dof_ballrot):
+        body_axis = d.xmat[m.dof_bodyid, :, col]
+        axis = jnp.where(t.dof_ballrot[:, None], body_axis, axis)
+    if np.any(t.dof_free):
+        unit = jnp.eye(3, dtype=axis.dtype)[col]
+        axis = jnp.where(t.dof_free[:, None], unit, axis)
+    translational = (m.jnt_type[jnt] == JNT_SLIDE) | t.dof_free
+    rot_dof = jnp.concatenate([axis, math.cross(axis, offset)], -1)
+    trans_dof = jnp.concatenate([jnp.zeros_like(axis), axis], -1)
+    return jnp.where(translational[:, None], trans_dof, rot_dof)

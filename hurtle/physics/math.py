@@ -1,0 +1,203 @@
+"""Quaternions, rotations and 6D spatial algebra in MuJoCo's conventions.
+
+Quaternions are (w, x, y, z). Spatial motion and force vectors are (angular(3), linear(3)).
+A com-based inertia (`cinert`) has MuJoCo's 10-number layout (Ixx, Iyy, Izz, Ixy, Ixz, Iyz,
+m*dx, m*dy, m*dz, m). All functions broadcast over leading axes.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+MINVAL = 1e-15  # mjMINVAL: smallest value MuJoCo divides by
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Matrix product at full precision (no TF32 on GPUs)."""
+    return jnp.matmul(a, b, precision=HIGHEST)
+
+
+def einsum(spec: str, *ops: jax.Array) -> jax.Array:
+    return jnp.einsum(spec, *ops, precision=HIGHEST)
+
+
+def dot(a: jax.Array, b: jax.Array) -> jax.Array:
+    """Dot product over the last axis."""
+    return jnp.sum(a * b, axis=-1)
+
+
+def cross(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jnp.stack(
+        [
+            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
+            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
+            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
+        ],
+        axis=-1,
+    )
+
+
+def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:
+    """Euclidean norm whose gradient is finite (zero) at the origin."""
+    sq = jnp.sum(x * x, axis=axis, keepdims=keepdims)
+    pos = sq > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
+
+
+def normalize(x: jax.Array, axis: int = -1) -> jax.Array:
+    n = safe_norm(x, axis=axis, keepdims=True)
+    return x / jnp.maximum(n, MINVAL)
+
+
+def quat_normalize(q: jax.Array) -> jax.Array:
+    """Unit quaternion; a (near-)zero quaternion becomes the identity, as mju_normalize4."""
+    n = safe_norm(q, keepdims=True)
+    unit = jnp.zeros_like(q).at[..., 0].set(1.0)
+    return jnp.where(n < MINVAL, unit, q / jnp.maximum(n, MINVAL))
+
+
+def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conj(q: jax.Array) -> jax.Array:
+    return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
+
+
+def quat_rot(q: jax.Array, v: jax.Array) -> jax.Array:
+    """Rotate vector `v` by unit quaternion `q`."""
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
+
+
+def quat_to_mat(q: jax.Array) -> jax.Array:
+    """3x3 rotation matrix of a unit quaternion (shape (..., 3, 3))."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    ww, xx, yy, zz = w * w, x * x, y * y, z * z
+    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
+    rows = [
+        [ww + xx - yy - zz, 2 * (xy - wz), 2 * (xz + wy)],
+        [2 * (xy + wz), ww - xx + yy - zz, 2 * (yz - wx)],
+        [2 * (xz - wy), 2 * (yz + wx), ww - xx - yy + zz],
+    ]
+    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+def axis_angle_to_quat(axis: jax.Array, angle: jax.Array) -> jax.Array:
+    half = 0.5 * angle[..., None]
+    return jnp.concatenate([jnp.cos(half), jnp.sin(half) * axis], axis=-1)
+
+
+def rotvec_to_quat(v: jax.Array) -> jax.Array:
+    """Quaternion of the rotation vector `v` (axis times angle); smooth at zero."""
+    angle = safe_norm(v, keepdims=True)
+    small = angle < 1e-6
+    a = jnp.where(small, 1.0, angle)
+    # sin(angle/2)/angle, with its Taylor series near zero
+    scale = jnp.where(small, 0.5 - angle * angle / 48.0, jnp.sin(0.5 * a) / a)
+    return jnp.concatenate([jnp.cos(0.5 * angle), scale * v], axis=-1)
+
+
+def quat_integrate(q: jax.Array, omega: jax.Array, dt: jax.Array) -> jax.Array:
+    """Rotate `q` by local angular velocity `omega` over `dt` (mju_quatIntegrate)."""
+    return quat_normalize(quat_mul(q, rotvec_to_quat(omega * dt)))
+
+
+def quat_to_rotvec(q: jax.Array) -> jax.Array:
+    """Rotation vector of a quaternion, angle wrapped to (-pi, pi] (mju_quat2Vel with dt=1)."""
+    v = q[..., 1:]
+    s = safe_norm(v, keepdims=True)
+    angle = 2.0 * jnp.arctan2(s, q[..., :1])
+    angle = jnp.where(angle > jnp.pi, angle - 2.0 * jnp.pi, angle)
+    small = s < MINVAL
+    # angle/s -> 2/w as s -> 0
+    w = q[..., :1]
+    ratio = jnp.where(small, 2.0 / jnp.where(jnp.abs(w) > MINVAL, w, 1.0), angle / jnp.where(small, 1.0, s))
+    return jnp.where(small & (jnp.abs(w) <= MINVAL), 0.0, ratio * v)
+
+
+def sub_quat(qa: jax.Array, qb: jax.Array) -> jax.Array:
+    """3D rotation `r` with qb * quat(r) = qa (mju_subQuat)."""
+    return quat_to_rotvec(quat_mul(quat_conj(qb), qa))
+
+
+def skew(v: jax.Array) -> jax.Array:
+    """Matrix with skew(v) @ u = cross(v, u)."""
+    z = jnp.zeros_like(v[..., 0])
+    x, y, w = v[..., 0], v[..., 1], v[..., 2]
+    return jnp.stack(
+        [jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2
+    )
+
+
+def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:
+    """Spatial motion cross product v x u."""
+    w, lin = v[..., :3], v[..., 3:]
+    return jnp.concatenate([cross(w, u[..., :3]), cross(w, u[..., 3:]) + cross(lin, u[..., :3])], -1)
+
+
+def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
+    """Spatial force cross product v x* f."""
+    w, lin = v[..., :3], v[..., 3:]
+    return jnp.concatenate([cross(w, f[..., :3]) + cross(lin, f[..., 3:]), cross(w, f[..., 3:])], -1)
+
+
+def inert_mul(i: jax.Array, v: jax.Array) -> jax.Array:
+    """Product of a 10-number com-based inertia with a spatial motion vector (mju_mulInertVec)."""
+    w, lin = v[..., :3], v[..., 3:]
+    h, m = i[..., 6:9], i[..., 9:10]
+    return jnp.concatenate([inert_rot_mul(i, w) + cross(h, lin), m * lin - cross(h, w)], -1)
+
+
+def inert_rot_mul(i: jax.Array, w: jax.Array) -> jax.Array:
+    """Rotational 3x3 part of a 10-number inertia times a 3-vector."""
+    return jnp.stack(
+        [
+            i[..., 0] * w[..., 0] + i[..., 3] * w[..., 1] + i[..., 4] * w[..., 2],
+            i[..., 3] * w[..., 0] + i[..., 1] * w[..., 1] + i[..., 5] * w[..., 2],
+            i[..., 4] * w[..., 0] + i[..., 5] * w[..., 1] + i[..., 2] * w[..., 2],
+        ],
+        -1,
+    )
+
+
+def inert_to_mat(i: jax.Array) -> jax.Array:
+    """6x6 spatial inertia matrix of a 10-number com-based inertia."""
+    rot = jnp.stack(
+        [
+            jnp.stack([i[..., 0], i[..., 3], i[..., 4]], -1),
+            jnp.stack([i[..., 3], i[..., 1], i[..., 5]], -1),
+            jnp.stack([i[..., 4], i[..., 5], i[..., 2]], -1),
+        ],
+        -2,
+    )
+    h = skew(i[..., 6:9])
+    eye = jnp.eye(3, dtype=i.dtype) * i[..., 9, None, None]
+    top = jnp.concatenate([rot, h], -1)
+    bottom = jnp.concatenate([-h, eye], -1)
+    return jnp.concatenate([top, bottom], -2)
+
+
+def transform_motion(vec: jax.Array, newpos: jax.Array, oldpos: jax.Array, rot: jax.Array) -> jax.Array:
+    """Move a spatial motion vector to origin `newpos` and express it in frame `rot`
+    (mju_transformSpatial with flg_force=0 and rotnew2old=rot)."""
+    lin = vec[..., 3:] - cross(newpos - oldpos, vec[..., :3])
+    rt = jnp.swapaxes(rot, -1, -2)
+    return jnp.concatenate([matvec(rt, vec[..., :3]), matvec(rt, lin)], -1)
+
+
+def matvec(m: jax.Array, v: jax.Array) -> jax.Array:
+    return jnp.sum(m * v[..., None, :], axis=-1)

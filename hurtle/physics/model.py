@@ -1,0 +1,466 @@
+"""Building a `Model` from MuJoCo's compiler: `from_mujoco(mj_model)` and `load(path_or_xml)`.
+
+MuJoCo parses MJCF/URDF, applies defaults and computes inertias; this module copies its numbers into
+a pytree, derives the static index work the engine needs (`Tree`), and refuses, naming the element
+and the file, any feature the engine does not implement yet.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from hurtle.physics import types
+from hurtle.physics.types import Model, Option, Tree
+
+_DSBL = mujoco.mjtDisableBit
+_ENBL = mujoco.mjtEnableBit
+# enable flags that change no quantity this engine computes, or that it honours
+_ENABLE_OK = (
+    _ENBL.mjENBL_ENERGY | _ENBL.mjENBL_OVERRIDE | _ENBL.mjENBL_FWDINV | _ENBL.mjENBL_INVDISCRETE
+    | _ENBL.mjENBL_DIAGEXACT
+)
+_NAMED = {
+    "body": (mujoco.mjtObj.mjOBJ_BODY, "nbody"),
+    "joint": (mujoco.mjtObj.mjOBJ_JOINT, "njnt"),
+    "geom": (mujoco.mjtObj.mjOBJ_GEOM, "ngeom"),
+    "site": (mujoco.mjtObj.mjOBJ_SITE, "nsite"),
+    "actuator": (mujoco.mjtObj.mjOBJ_ACTUATOR, "nu"),
+    "tendon": (mujoco.mjtObj.mjOBJ_TENDON, "ntendon"),
+    "equality": (mujoco.mjtObj.mjOBJ_EQUALITY, "neq"),
+    "sensor": (mujoco.mjtObj.mjOBJ_SENSOR, "nsensor"),
+}
+
+
+def float_dtype() -> np.dtype:
+    """JAX's default float dtype: float64 when `jax_enable_x64` is on, float32 otherwise."""
+    return jnp.zeros(()).dtype
+
+
+def load(path_or_xml: str | os.PathLike) -> Model:
+    """Compile an MJCF or URDF file (or an MJCF string) with MuJoCo and convert it."""
+    text = str(path_or_xml)
+    if text.lstrip().startswith("<"):
+        source = "<xml string>"
+        try:
+            mj_model = mujoco.MjModel.from_xml_string(text)
+        except ValueError as e:
+            raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
+    else:
+        source = os.fspath(path_or_xml)
+        if not os.path.exists(source):
+            raise FileNotFoundError(f"{source}: no such model file")
+        try:
+            mj_model = mujoco.MjModel.from_xml_path(source)
+        except ValueError as e:
+            raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
+    return from_mujoco(mj_model, source=source)
+
+
+def _names(m: mujoco.MjModel) -> dict[str, tuple[str, ...]]:
+    out = {}
+    for kind, (obj, size) in _NAMED.items():
+        out[kind] = tuple(mujoco.mj_id2name(m, obj, i) or "" for i in range(getattr(m, size)))
+    return out
+
+
+def _label(names: dict, kind: str, i: int) -> str:
+    name = names[kind][i]
+    return f"{kind} {name!r}" if name else f"{kind} #{i}"
+
+
+def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
+    """Raise NotImplementedError for any feature the model would use that the engine lacks."""
+
+    def refuse(what: str) -> None:
+        raise NotImplementedError(f"{source}: {what} is not supported by hurtle yet")
+
+    if m.nflex:
+        refuse("flex (deformable) elements")
+    if m.nplugin:
+        refuse("engine plugins")
+    if getattr(m, "nplastic", 0) and np.any(m.jnt_springyield):
+        refuse("plastic joint springs (springyield)")
+    if m.opt.noslip_iterations > 0:
+        refuse("the noslip solver (option noslip_iterations > 0)")
+    if m.opt.integrator == mujoco.mjtIntegrator.mjINT_DISCRETE:
+        refuse("the 'discrete' integrator")
+    bad_enable = m.opt.enableflags & ~_ENABLE_OK
+    for name, flag in _ENBL.__members__.items():
+        if name != "mjNENABLE" and bad_enable & int(flag):
+            refuse(f"enable flag {name[6:].lower()!r}")
+    for t in range(m.ntendon):
+        adr = m.tendon_adr[t]
+        if m.wrap_type[adr] != mujoco.mjtWrap.mjWRAP_JOINT:
+            refuse(f"spatial tendon ({_label(names, 'tendon', t)})")
+    for j in range(m.njnt):
+        if np.any(m.jnt_stiffnesspoly[j]):
+            refuse(f"polynomial joint stiffness ({_label(names, 'joint', j)})")
+        if m.jnt_springyield[j] if m.jnt_springyield.ndim == 1 else np.any(m.jnt_springyield[j]):
+            refuse(f"joint spring yield ({_label(names, 'joint', j)})")
+    for v in range(m.nv):
+        if np.any(m.dof_dampingpoly[v]):
+            refuse(f"polynomial joint damping ({_label(names, 'joint', m.dof_jntid[v])})")
+    for t in range(m.ntendon):
+        if np.any(m.tendon_stiffnesspoly[t]) or np.any(m.tendon_dampingpoly[t]):
+            refuse(f"polynomial tendon stiffness/damping ({_label(names, 'tendon', t)})")
+    body_free_ok = {mujoco.mjtJoint.mjJNT_FREE}
+    for b in range(m.nbody):
+        types_b = {int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])}
+        if body_free_ok & types_b and m.body_jntnum[b] > 1:
+            refuse(f"a free joint combined with other joints ({_label(names, 'body', b)})")
+    ok_trn = {types.TRN_JOINT, types.TRN_JOINTINPARENT, types.TRN_TENDON}
+    ok_dyn = {types.DYN_NONE, types.DYN_INTEGRATOR, types.DYN_FILTER, types.DYN_FILTEREXACT}
+    for i in range(m.nu):
+        label = _label(names, "actuator", i)
+        if m.actuator_trntype[i] not in ok_trn:
+            kind = mujoco.mjtTrn(m.actuator_trntype[i]).name[7:].lower()
+            refuse(f"actuator transmission {kind!r} ({label})")
+        if m.actuator_dyntype[i] not in ok_dyn:
+            refuse(f"actuator dynamics {mujoco.mjtDyn(m.actuator_dyntype[i]).name[7:].lower()!r} ({label})")
+        if m.actuator_gaintype[i] not in (types.GAIN_FIXED, types.GAIN_AFFINE):
+            refuse(f"actuator gain {mujoco.mjtGain(m.actuator_gaintype[i]).name[8:].lower()!r} ({label})")
+        if m.actuator_biastype[i] not in (types.BIAS_NONE, types.BIAS_AFFINE):
+            refuse(f"actuator bias {mujoco.mjtBias(m.actuator_biastype[i]).name[8:].lower()!r} ({label})")
+        if m.actuator_plugin[i] >= 0:
+            refuse(f"actuator plugins ({label})")
+        if np.any(m.actuator_delay[i]) or np.any(m.actuator_history[i]):
+            refuse(f"actuator delay/history ({label})")
+        if np.any(m.actuator_damping[i]) or np.any(m.actuator_armature[i]) or np.any(m.actuator_dampingpoly[i]):
+            refuse(f"actuator damping/armature ({label})")
+        if m.actuator_ctrlnum[i] != 1 or m.actuator_ctrladr[i] != i or m.actuator_outnum[i] != 1:
+            refuse(f"multi-input or multi-output actuators ({label})")
+        trn_j = m.actuator_trntype[i] in (types.TRN_JOINT, types.TRN_JOINTINPARENT)
+        servo = (
+            m.actuator_gaintype[i] == types.GAIN_FIXED and m.actuator_biastype[i] == types.BIAS_AFFINE
+            and m.actuator_gainprm[i, 0] == -m.actuator_biasprm[i, 1]
+        )
+        if trn_j and servo and m.jnt_type[m.actuator_trnid[i, 0]] == types.JNT_BALL:
+            refuse(f"position servos on ball joints (setpoint wrapping) ({label})")
+        if m.actuator_trntype[i] == types.TRN_TENDON and m.tendon_actfrclimited[m.actuator_trnid[i, 0]]:
+            refuse(f"tendon actuator force limits (actuatorfrcrange on a tendon) ({label})")
+        if m.actuator_actnum[i] > 1:
+            refuse(f"actuators with {m.actuator_actnum[i]} activation states ({label})")
+    has_fluid = bool(m.opt.density > 0 or m.opt.viscosity > 0)
+    passive_on = not (m.opt.disableflags & _DSBL.mjDSBL_SPRING and m.opt.disableflags & _DSBL.mjDSBL_DAMPER)
+    if has_fluid and passive_on:
+        for g in range(m.ngeom):
+            if m.geom_fluid[g, 0] > 0:
+                refuse(f"the ellipsoid fluid model ({_label(names, 'geom', g)}, fluidshape='ellipsoid')")
+
+
+def _tree(m: mujoco.MjModel) -> Tree:
+    nbody, nv, njnt = m.nbody, m.nv, m.njnt
+    parent = m.body_parentid
+    depth = np.zeros(nbody, int)
+    for b in range(1, nbody):
+        depth[b] = depth[parent[b]] + 1
+    jnt_type = m.jnt_type
+    is_free_body = np.array(
+        [m.body_jntnum[b] == 1 and jnt_type[m.body_jntadr[b]] == types.JNT_FREE for b in range(nbody)]
+    )
+    levels = tuple(
+        np.nonzero((depth == d) & ~is_free_body)[0] for d in range(1, depth.max() + 1 if nbody > 1 else 1)
+    )
+    levels = tuple(lv for lv in levels if lv.size)
+    free_body = np.nonzero(is_free_body)[0]
+    free_qadr = np.array([m.jnt_qposadr[m.body_jntadr[b]] for b in free_body], int)
+    slots = []
+    for k in range(int(m.body_jntnum.max()) if nbody else 0):
+        bodies = np.nonzero((m.body_jntnum > k) & ~is_free_body)[0]
+        if bodies.size:
+            slots.append((bodies, m.body_jntadr[bodies] + k))
+    # ancestry: anc[i, j] = body j is body i or one of its ancestors
+    anc = np.zeros((nbody, nbody), bool)
+    for b in range(nbody):
+        a = b
+        while True:
+            anc[b, a] = True
+            if a == 0:
+                break
+            a = parent[a]
+    subtree = anc.T.copy()
+    dof_body = m.dof_bodyid
+    body_dof_anc = anc[:, dof_body] if nv else np.zeros((nbody, 0), bool)
+    dof_anc = np.zeros((nv, nv), bool)
+    dof_depth = np.zeros(nv, int)
+    for i in range(nv):
+        j = i
+        while j >= 0:
+            dof_anc[i, j] = True
+            j = m.dof_parentid[j]
+        p = m.dof_parentid[i]
+        dof_depth[i] = 0 if p < 0 else dof_depth[p] + 1
+    dof_levels = tuple(np.nonzero(dof_depth == d)[0] for d in range(dof_depth.max() + 1)) if nv else ()
+    dof_jnt = m.dof_jntid
+    dof_type = jnt_type[dof_jnt] if nv else np.zeros(0, int)
+    dof_local = np.arange(nv) - m.jnt_dofadr[dof_jnt] if nv else np.zeros(0, int)
+    dof_free = (dof_type == types.JNT_FREE) & (dof_local < 3)
+    dof_ballrot = (dof_type == types.JNT_BALL) | ((dof_type == types.JNT_FREE) & (dof_local >= 3))
+    dof_axis_col = np.where(dof_type == types.JNT_FREE, dof_local % 3, dof_local)
+    # velocity that precedes dof i inside com_vel: strict ancestor bodies, earlier joints of the
+    # same body, and a free joint's translation before its rotation
+    prefix = np.zeros((nv, nv), bool)
+    for i in range(nv):
+        b = dof_body[i]
+        strict = anc[b].copy()
+        strict[b] = False
+        prefix[i] = strict[dof_body]
+        first = m.jnt_dofadr[dof_jnt[i]]
+        if dof_type[i] == types.JNT_FREE and dof_local[i] >= 3:
+            first += 3
+        same = (dof_body == b) & (np.arange(nv) < first)
+        prefix[i] |= same
+    standalone = []
+    for j in range(njnt):
+        b = m.jnt_bodyid[j]
+        if jnt_type[j] != types.JNT_FREE or m.body_jntnum[b] != 1:
+            continue
+        adr = m.jnt_dofadr[j]
+        if m.tree_dofnum[m.dof_treeid[adr]] == 6 and m.body_subtreemass[b] == m.body_mass[b]:
+            standalone.append(j)
+    return Tree(
+        levels=levels,
+        free_body=free_body,
+        free_qadr=free_qadr,
+        jnt_slots=tuple(slots),
+        body_subtree=subtree,
+        body_dof_anc=body_dof_anc,
+        dof_anc=dof_anc,
+        dof_prefix=prefix,
+        dof_levels=dof_levels,
+        dof_free=dof_free,
+        dof_ballrot=dof_ballrot,
+        dof_axis_col=dof_axis_col,
+        dof_rootid=m.body_rootid[dof_body] if nv else np.zeros(0, int),
+        free_standalone=np.array(standalone, int),
+    )
+
+
+def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
+    """Convert a compiled `mujoco.MjModel` into a hurtle `Model`.
+
+    Raises NotImplementedError, naming the element, for a feature the engine does not support yet.
+    """
+    m = mj_model
+    names = _names(m)
+    _check_supported(m, names, source)
+    fdt = float_dtype()
+
+    def f(x: Any) -> jax.Array:
+        return jnp.asarray(np.array(x, dtype=np.float64), dtype=fdt)
+
+    def i(x: Any) -> np.ndarray:
+        return np.array(x, dtype=np.int32).copy()
+
+    def b(x: Any) -> np.ndarray:
+        return np.array(x, dtype=bool).copy()
+
+    opt = m.opt
+    option = Option(
+        timestep=f(opt.timestep),
+        gravity=f(opt.gravity),
+        wind=f(opt.wind),
+        magnetic=f(opt.magnetic),
+        density=f(opt.density),
+        viscosity=f(opt.viscosity),
+        impratio=f(opt.impratio),
+        tolerance=f(opt.tolerance),
+        ls_tolerance=f(opt.ls_tolerance),
+        o_margin=f(opt.o_margin),
+        o_solref=f(opt.o_solref),
+        o_solimp=f(opt.o_solimp),
+        o_friction=f(opt.o_friction),
+        integrator=int(opt.integrator),
+        solver=int(opt.solver),
+        cone=int(opt.cone),
+        jacobian=int(opt.jacobian),
+        iterations=int(opt.iterations),
+        ls_iterations=int(opt.ls_iterations),
+        noslip_iterations=int(opt.noslip_iterations),
+        disableflags=int(opt.disableflags),
+        enableflags=int(opt.enableflags),
+        has_fluid=bool(opt.density > 0 or opt.viscosity > 0),
+    )
+    return Model(
+        opt=option,
+        qpos0=f(m.qpos0),
+        qpos_spring=f(m.qpos_spring),
+        body_pos=f(m.body_pos),
+        body_quat=f(m.body_quat),
+        body_ipos=f(m.body_ipos),
+        body_iquat=f(m.body_iquat),
+        body_mass=f(m.body_mass),
+        body_inertia=f(m.body_inertia),
+        body_gravcomp=f(m.body_gravcomp),
+        jnt_pos=f(m.jnt_pos),
+        jnt_axis=f(m.jnt_axis),
+        jnt_stiffness=f(m.jnt_stiffness),
+        jnt_range=f(m.jnt_range),
+        jnt_margin=f(m.jnt_margin),
+        jnt_solref=f(m.jnt_solref),
+        jnt_solimp=f(m.jnt_solimp),
+        jnt_actfrcrange=f(m.jnt_actfrcrange),
+        dof_armature=f(m.dof_armature),
+        dof_damping=f(m.dof_damping),
+        dof_frictionloss=f(m.dof_frictionloss),
+        dof_solref=f(m.dof_solref),
+        dof_solimp=f(m.dof_solimp),
+        dof_invweight0=f(m.dof_invweight0),
+        geom_pos=f(m.geom_pos),
+        geom_quat=f(m.geom_quat),
+        geom_size=f(m.geom_size),
+        geom_friction=f(m.geom_friction),
+        geom_solref=f(m.geom_solref),
+        geom_solimp=f(m.geom_solimp),
+        geom_solmix=f(m.geom_solmix),
+        geom_margin=f(m.geom_margin),
+        geom_gap=f(m.geom_gap),
+        geom_rbound=f(m.geom_rbound),
+        geom_fluid=f(m.geom_fluid),
+        site_pos=f(m.site_pos),
+        site_quat=f(m.site_quat),
+        site_size=f(m.site_size),
+        actuator_gear=f(m.actuator_gear),
+        actuator_ctrlrange=f(m.actuator_ctrlrange),
+        actuator_forcerange=f(m.actuator_forcerange),
+        actuator_actrange=f(m.actuator_actrange),
+        actuator_gainprm=f(m.actuator_gainprm),
+        actuator_biasprm=f(m.actuator_biasprm),
+        actuator_dynprm=f(m.actuator_dynprm),
+        actuator_lengthrange=f(m.actuator_lengthrange),
+        actuator_acc0=f(m.actuator_acc0),
+        actuator_length0=f(m.actuator_length0),
+        tendon_stiffness=f(m.tendon_stiffness),
+        tendon_damping=f(m.tendon_damping),
+        tendon_armature=f(m.tendon_armature),
+        tendon_frictionloss=f(m.tendon_frictionloss),
+        tendon_lengthspring=f(m.tendon_lengthspring),
+        tendon_length0=f(m.tendon_length0),
+        tendon_range=f(m.tendon_range),
+        tendon_margin=f(m.tendon_margin),
+        tendon_solref_lim=f(m.tendon_solref_lim),
+        tendon_solimp_lim=f(m.tendon_solimp_lim),
+        tendon_solref_fri=f(m.tendon_solref_fri),
+        tendon_solimp_fri=f(m.tendon_solimp_fri),
+        tendon_invweight0=f(m.tendon_invweight0),
+        wrap_prm=f(m.wrap_prm),
+        eq_data=f(m.eq_data),
+        eq_solref=f(m.eq_solref),
+        eq_solimp=f(m.eq_solimp),
+        nq=int(m.nq),
+        nv=int(m.nv),
+        nu=int(m.nu),
+        na=int(m.na),
+        nbody=int(m.nbody),
+        njnt=int(m.njnt),
+        ngeom=int(m.ngeom),
+        nsite=int(m.nsite),
+        nmocap=int(m.nmocap),
+        ntendon=int(m.ntendon),
+        neq=int(m.neq),
+        npair=int(m.npair),
+        nsensordata=int(m.nsensordata),
+        body_parentid=i(m.body_parentid),
+        body_rootid=i(m.body_rootid),
+        body_weldid=i(m.body_weldid),
+        body_mocapid=i(m.body_mocapid),
+        body_jntnum=i(m.body_jntnum),
+        body_jntadr=i(m.body_jntadr),
+        body_dofnum=i(m.body_dofnum),
+        body_dofadr=i(m.body_dofadr),
+        body_geomnum=i(m.body_geomnum),
+        body_geomadr=i(m.body_geomadr),
+        jnt_type=i(m.jnt_type),
+        jnt_qposadr=i(m.jnt_qposadr),
+        jnt_dofadr=i(m.jnt_dofadr),
+        jnt_bodyid=i(m.jnt_bodyid),
+        jnt_limited=b(m.jnt_limited),
+        jnt_actfrclimited=b(m.jnt_actfrclimited),
+        jnt_actgravcomp=b(m.jnt_actgravcomp),
+        dof_bodyid=i(m.dof_bodyid),
+        dof_jntid=i(m.dof_jntid),
+        dof_parentid=i(m.dof_parentid),
+        geom_type=i(m.geom_type),
+        geom_bodyid=i(m.geom_bodyid),
+        geom_contype=i(m.geom_contype),
+        geom_conaffinity=i(m.geom_conaffinity),
+        geom_condim=i(m.geom_condim),
+        geom_priority=i(m.geom_priority),
+        geom_dataid=i(m.geom_dataid),
+        site_bodyid=i(m.site_bodyid),
+        actuator_trntype=i(m.actuator_trntype),
+        actuator_dyntype=i(m.actuator_dyntype),
+        actuator_gaintype=i(m.actuator_gaintype),
+        actuator_biastype=i(m.actuator_biastype),
+        actuator_trnid=i(m.actuator_trnid),
+        actuator_actadr=i(m.actuator_actadr),
+        actuator_actnum=i(m.actuator_actnum),
+        actuator_ctrllimited=b(m.actuator_ctrllimited),
+        actuator_forcelimited=b(m.actuator_forcelimited),
+        actuator_actlimited=b(m.actuator_actlimited),
+        actuator_actearly=b(m.actuator_actearly),
+        tendon_adr=i(m.tendon_adr),
+        tendon_num=i(m.tendon_num),
+        tendon_limited=b(m.tendon_limited),
+        wrap_type=i(m.wrap_type),
+        wrap_objid=i(m.wrap_objid),
+        eq_type=i(m.eq_type),
+        eq_obj1id=i(m.eq_obj1id),
+        eq_obj2id=i(m.eq_obj2id),
+        eq_objtype=i(m.eq_objtype),
+        eq_active0=b(m.eq_active0),
+        ncon_max=0,
+        has_gravcomp=bool(np.any(m.body_gravcomp)),
+        has_dof_damping=bool(np.any(m.dof_damping > 0)),
+        has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),
+        tree=_tree(m),
+        names=names,
+        source=source,
+    )
+
+
+def constraint_features(m: Model) -> list[str]:
+    """Constraint-producing features the model uses under its enabled flags (empty if none)."""
+    if m.disabled(_DSBL.mjDSBL_CONSTRAINT):
+        return []
+    out = []
+    if not m.disabled(_DSBL.mjDSBL_LIMIT):
+        lim = [m.names["joint"][j] or f"#{j}" for j in np.nonzero(m.jnt_limited)[0]]
+        if lim:
+            out.append(f"joint limits (joints {', '.join(map(repr, lim[:5]))}{'...' if len(lim) > 5 else ''})")
+        if np.any(m.tendon_limited):
+            out.append("tendon limits")
+    if not m.disabled(_DSBL.mjDSBL_FRICTIONLOSS):
+        if m.has_frictionloss:
+            out.append("friction loss")
+    if not m.disabled(_DSBL.mjDSBL_EQUALITY) and m.neq:
+        out.append("equality constraints")
+    if not m.disabled(_DSBL.mjDSBL_CONTACT) and (m.npair or _may_collide(m)):
+        out.append("contacts")
+    return out
+
+
+def _may_collide(m: Model) -> bool:
+    """Whether any geom pair passes MuJoCo's contype/conaffinity, weld and parent filters."""
+    ct, ca, body = m.geom_contype, m.geom_conaffinity, m.geom_bodyid
+    weld = m.body_weldid[body]
+    filterparent = not m.disabled(_DSBL.mjDSBL_FILTERPARENT)
+    for g1 in range(m.ngeom):
+        for g2 in range(g1 + 1, m.ngeom):
+            if not ((ct[g1] & ca[g2]) or (ct[g2] & ca[g1])):
+                continue
+            if weld[g1] == weld[g2]:
+                continue
+            b1, b2 = weld[g1], weld[g2]
+            if filterparent and b1 and b2 and (
+                m.body_weldid[m.body_parentid[b1]] == b2 or m.body_weldid[m.body_parentid[b2]] == b1
+            ):
+                continue
+            return True
+    return False

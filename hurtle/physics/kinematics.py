@@ -88,23 +88,39 @@ def kinematics(m: Model, d: Data) -> Data:
             xanchor = xanchor.at[free_j].set(xpos[m.jnt_bodyid[free_j]])
             xaxis = xaxis.at[free_j].set(m.jnt_axis[free_j])
 
-        xipos, ximat = _local_to_global(xpos, xquat, m.body_ipos, m.body_iquat, np.arange(m.nbody))
+        frames = (xpos, xquat, xmat, None, None)
+        xipos, ximat = _local_to_global(frames, m.body_ipos, m.body_iquat, np.arange(m.nbody), m.body_sameframe)
         # the world body's inertial frame stays at the origin, as in MuJoCo
         xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(jnp.eye(3, dtype=dtype))
-        geom_xpos, geom_xmat = _local_to_global(xpos, xquat, m.geom_pos, m.geom_quat, m.geom_bodyid)
-        site_xpos, site_xmat = _local_to_global(xpos, xquat, m.site_pos, m.site_quat, m.site_bodyid)
+        frames = (xpos, xquat, xmat, xipos, ximat)
+        geom_xpos, geom_xmat = _local_to_global(frames, m.geom_pos, m.geom_quat, m.geom_bodyid, m.geom_sameframe)
+        site_xpos, site_xmat = _local_to_global(frames, m.site_pos, m.site_quat, m.site_bodyid, m.site_sameframe)
         return d.replace(
             xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor, xaxis=xaxis,
             geom_xpos=geom_xpos, geom_xmat=geom_xmat, site_xpos=site_xpos, site_xmat=site_xmat,
         )
 
 
-def _local_to_global(xpos, xquat, pos, quat, body):
-    """World position and rotation matrix of frames given in their body's frame."""
+# mjtSameFrame: which frames MuJoCo's compiler found equal to the body or inertial frame
+_SAME_NONE, _SAME_BODY, _SAME_INERTIA, _SAME_BODYROT, _SAME_INERTIAROT = range(5)
+
+
+def _local_to_global(frames, pos, quat, body, sameframe):
+    """World position and rotation matrix of frames given in their body's frame (mj_local2Global).
+
+    Frames the compiler marked as coinciding with the body or inertial frame copy it exactly.
+    """
+    xpos, xquat, xmat, xipos, ximat = frames
     if len(body) == 0:
         return jnp.zeros((0, 3), xpos.dtype), jnp.zeros((0, 3, 3), xpos.dtype)
     wpos = xpos[body] + math.quat_rot(xquat[body], pos)
     wmat = math.quat_to_mat(math.quat_mul(xquat[body], quat))
+    sf = sameframe
+    wpos = jnp.where((sf == _SAME_BODY)[:, None], xpos[body], wpos)
+    wmat = jnp.where(np.isin(sf, (_SAME_BODY, _SAME_BODYROT))[:, None, None], xmat[body], wmat)
+    if xipos is not None:
+        wpos = jnp.where((sf == _SAME_INERTIA)[:, None], xipos[body], wpos)
+        wmat = jnp.where(np.isin(sf, (_SAME_INERTIA, _SAME_INERTIAROT))[:, None, None], ximat[body], wmat)
     return wpos, wmat
 
 

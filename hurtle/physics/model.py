@@ -86,7 +86,7 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         refuse("engine plugins")
     if getattr(m, "nplastic", 0) and np.any(m.jnt_springyield):
         refuse("plastic joint springs (springyield)")
-    if m.opt.noslip_iterations > 0:
+    if m.opt.noslip_iterations > 0 and not m.opt.disableflags & _DSBL.mjDSBL_CONSTRAINT:
         refuse("the noslip solver (option noslip_iterations > 0)")
     if m.opt.integrator == mujoco.mjtIntegrator.mjINT_DISCRETE:
         refuse("the 'discrete' integrator")
@@ -121,6 +121,8 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         if m.actuator_trntype[i] not in ok_trn:
             kind = mujoco.mjtTrn(m.actuator_trntype[i]).name[7:].lower()
             refuse(f"actuator transmission {kind!r} ({label})")
+        if m.opt.disableflags & _DSBL.mjDSBL_ACTUATION:
+            continue  # actuators are unused: only their transmission (above) is computed
         if m.actuator_dyntype[i] not in ok_dyn:
             refuse(f"actuator dynamics {mujoco.mjtDyn(m.actuator_dyntype[i]).name[7:].lower()!r} ({label})")
         if m.actuator_gaintype[i] not in (types.GAIN_FIXED, types.GAIN_AFFINE):
@@ -376,6 +378,7 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
         body_dofadr=i(m.body_dofadr),
         body_geomnum=i(m.body_geomnum),
         body_geomadr=i(m.body_geomadr),
+        body_sameframe=i(m.body_sameframe),
         jnt_type=i(m.jnt_type),
         jnt_qposadr=i(m.jnt_qposadr),
         jnt_dofadr=i(m.jnt_dofadr),
@@ -393,7 +396,9 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
         geom_condim=i(m.geom_condim),
         geom_priority=i(m.geom_priority),
         geom_dataid=i(m.geom_dataid),
+        geom_sameframe=i(m.geom_sameframe),
         site_bodyid=i(m.site_bodyid),
+        site_sameframe=i(m.site_sameframe),
         actuator_trntype=i(m.actuator_trntype),
         actuator_dyntype=i(m.actuator_dyntype),
         actuator_gaintype=i(m.actuator_gaintype),

@@ -1,0 +1,93 @@
+"""Helpers for comparing hurtle against MuJoCo C, field by field."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+import hurtle.physics as hp
+
+TOL = 1e-8  # the parity tolerance of the relative error below
+
+# fields of Data compared with MuJoCo after mj_forward
+FORWARD_FIELDS = (
+    "qpos", "qvel", "act", "ctrl", "qfrc_applied", "xfrc_applied", "xpos", "xquat", "xmat", "xipos",
+    "ximat", "xanchor", "xaxis", "geom_xpos", "geom_xmat", "site_xpos", "site_xmat", "subtree_com",
+    "cinert", "crb", "cdof", "cvel", "cdof_dot", "qM", "ten_length", "ten_J", "ten_velocity",
+    "actuator_length", "actuator_moment", "actuator_velocity", "qfrc_bias", "qfrc_spring", "qfrc_damper",
+    "qfrc_gravcomp", "qfrc_fluid", "qfrc_passive", "actuator_force", "act_dot", "qfrc_actuator",
+    "qfrc_smooth", "qacc_smooth", "qacc", "energy",
+)
+
+
+def rel_error(ours, ref) -> float:
+    """max|ours - ref| / (max|ref| + 1e-3) over a field."""
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    if ref.size == 0:
+        return 0.0
+    return float(np.max(np.abs(ours - ref)) / (np.max(np.abs(ref)) + 1e-3))
+
+
+def random_state(mj_model: mujoco.MjModel, rng: np.random.Generator, mj_data: mujoco.MjData | None = None):
+    """A random valid state written into a fresh (or given) MjData: normalised quaternions, random
+    velocities, controls (some outside their ranges), activations, applied forces and mocap poses."""
+    m = mj_model
+    d = mj_data if mj_data is not None else mujoco.MjData(m)
+    mujoco.mj_resetData(m, d)
+    qpos = m.qpos0 + 0.5 * rng.standard_normal(m.nq)
+    for j in range(m.njnt):
+        a = m.jnt_qposadr[j]
+        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            qpos[a : a + 3] = m.qpos0[a : a + 3] + 0.3 * rng.standard_normal(3)
+            q = rng.standard_normal(4)
+            qpos[a + 3 : a + 7] = q / np.linalg.norm(q)
+        elif m.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:
+            q = rng.standard_normal(4)
+            qpos[a : a + 4] = q / np.linalg.norm(q)
+    d.qpos[:] = qpos
+    d.qvel[:] = rng.standard_normal(m.nv)
+    lo, hi = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
+    width = np.where(m.actuator_ctrllimited, hi - lo, 2.0)
+    centre = np.where(m.actuator_ctrllimited, 0.5 * (lo + hi), 0.0)
+    d.ctrl[:] = centre + 0.6 * width * rng.uniform(-1, 1, m.nu)  # some outside the range
+    d.act[:] = rng.standard_normal(m.na)
+    d.qfrc_applied[:] = 0.1 * rng.standard_normal(m.nv)
+    d.xfrc_applied[1:] = 0.1 * rng.standard_normal((m.nbody - 1, 6))
+    if m.nmocap:
+        d.mocap_pos[:] = rng.standard_normal((m.nmocap, 3))
+        q = rng.standard_normal((m.nmocap, 4))
+        d.mocap_quat[:] = q / np.linalg.norm(q, axis=1, keepdims=True)
+    return d
+
+
+def batch_data(model: hp.Model, mj_model: mujoco.MjModel, mj_datas) -> hp.Data:
+    """hurtle Data for each MjData's state, stacked along a leading batch axis."""
+    datas = [hp.from_mjdata(model, d, mj_model) for d in mj_datas]
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *datas)
+
+
+@functools.cache
+def batched(fn):
+    """One compiled, batched version of a stage function, shared by all tests (compiled per model)."""
+    return jax.jit(jax.vmap(fn, in_axes=(None, 0)))
+
+
+def compare(model: hp.Model, ours: hp.Data, mj_model, mj_datas, fields=FORWARD_FIELDS, index=None):
+    """Relative errors of each field for each state of a batch; returns {field: worst error}."""
+    worst = {}
+    for b, mjd in enumerate(mj_datas):
+        ref = hp.from_mjdata(model, mjd, mj_model)
+        for f in fields:
+            mine = getattr(ours, f)[b]
+            err = rel_error(mine, getattr(ref, f))
+            worst[f] = max(worst.get(f, 0.0), err)
+    return worst
+
+
+def assert_parity(worst: dict, tol: float = TOL, label: str = ""):
+    bad = {f: e for f, e in worst.items() if not e <= tol}
+    assert not bad, f"{label}: fields beyond {tol:g}: " + ", ".join(f"{f}={e:.2e}" for f, e in bad.items())

@@ -167,17 +167,48 @@ _RK4_A = ((0.5,), (0.0, 0.5), (0.0, 0.0, 1.0))
 _RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 
-def rk4(m: Model, d: Data) -> Data:
-    """Classic 4th-order Runge-Kutta on (qpos, qvel, act) (mj_RungeKutta with N=4).
+def _rot_dofs(m: Model) -> np.ndarray:
+    """(n, 3) dof indices of the rotation of every ball and free joint."""
+    rows = [m.jnt_dofadr[j] + (3 if m.jnt_type[j] == JNT_FREE else 0) + np.arange(3)
+            for j in range(m.njnt) if m.jnt_type[j] in (JNT_FREE, JNT_BALL)]
+    return np.array(rows, int).reshape(-1, 3)
 
-    As in MuJoCo, the derived quantities left in the result are those of the last stage.
+
+def dexp_inv(theta: jax.Array, omega: jax.Array) -> jax.Array:
+    """Rate of the rotation vector `theta` of q0^-1 q for body angular velocity `omega`
+    (the inverse right-trivialised differential of the exponential map on SO(3))."""
+    t = math.safe_norm(theta, keepdims=True)
+    small = t < 1e-3
+    ts = jnp.where(small, 1.0, t)
+    exact = 1.0 / (ts * ts) - (1.0 + jnp.cos(ts)) / (2.0 * ts * jnp.sin(ts))
+    c = jnp.where(small, 1.0 / 12.0 + t * t / 720.0, exact)
+    tw = math.cross(theta, omega)
+    return omega + 0.5 * tw + c * math.cross(theta, tw)
+
+
+def rk4(m: Model, d: Data) -> Data:
+    """4th-order Runge-Kutta on (qpos, qvel, act) (mj_RungeKutta with N=4).
+
+    Ball and free-joint rotations are integrated on SO(3) as MuJoCo 4 does (Runge-Kutta-Munthe-Kaas):
+    each stage's angular velocity is mapped through the inverse differential of the exponential map
+    at that stage's rotation. As in MuJoCo, the derived quantities left in the result are those of the
+    last stage.
     """
     with jax.named_scope("rk4"):
         dt = m.opt.timestep
+        rot = _rot_dofs(m)
         qpos0, qvel0, act0, time0 = d.qpos, d.qvel, d.act, d.time
-        vels, accs, adots = [d.qvel], [d.qacc], [d.act_dot]
-        for i, row in enumerate(_RK4_A):
-            dv = sum(a * v for a, v in zip(row, vels))
+
+        def rate(v, theta):
+            # the velocity that advances qpos0 to the stage: dexp^-1 on rotations
+            if rot.size == 0:
+                return v
+            return v.at[rot].set(dexp_inv(theta[rot], v[rot]))
+
+        thetas = [jnp.zeros_like(d.qvel)]
+        rates, accs, adots = [rate(d.qvel, thetas[0])], [d.qacc], [d.act_dot]
+        for row in _RK4_A:
+            dv = sum(a * v for a, v in zip(row, rates))
             da = sum(a * x for a, x in zip(row, accs))
             dact = sum(a * x for a, x in zip(row, adots))
             d = d.replace(
@@ -187,10 +218,11 @@ def rk4(m: Model, d: Data) -> Data:
                 time=time0 + sum(row) * dt,
             )
             d = forward(m, d)
-            vels.append(d.qvel)
+            thetas.append(dt * dv)
+            rates.append(rate(d.qvel, thetas[-1]))
             accs.append(d.qacc)
             adots.append(d.act_dot)
-        dv = sum(b * v for b, v in zip(_RK4_B, vels))
+        dv = sum(b * v for b, v in zip(_RK4_B, rates))
         da = sum(b * x for b, x in zip(_RK4_B, accs))
         dact = sum(b * x for b, x in zip(_RK4_B, adots))
         d = d.replace(qpos=qpos0, qvel=qvel0, act=act0, time=time0)

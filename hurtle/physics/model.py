@@ -74,6 +74,11 @@ def _label(names: dict, kind: str, i: int) -> str:
     return f"{kind} {name!r}" if name else f"{kind} #{i}"
 
 
+def _enum(enum_type, value) -> str:
+    """MuJoCo's enum name without its prefix, as MJCF spells it ('mjTRN_SITE' -> 'site')."""
+    return enum_type(int(value)).name.split("_", 1)[1].lower()
+
+
 def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
     """Raise NotImplementedError for any feature the model would use that the engine lacks."""
 
@@ -119,16 +124,16 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
     for i in range(m.nu):
         label = _label(names, "actuator", i)
         if m.actuator_trntype[i] not in ok_trn:
-            kind = mujoco.mjtTrn(m.actuator_trntype[i]).name[7:].lower()
+            kind = _enum(mujoco.mjtTrn, m.actuator_trntype[i])
             refuse(f"actuator transmission {kind!r} ({label})")
         if m.opt.disableflags & _DSBL.mjDSBL_ACTUATION:
             continue  # actuators are unused: only their transmission (above) is computed
         if m.actuator_dyntype[i] not in ok_dyn:
-            refuse(f"actuator dynamics {mujoco.mjtDyn(m.actuator_dyntype[i]).name[7:].lower()!r} ({label})")
+            refuse(f"actuator dynamics {_enum(mujoco.mjtDyn, m.actuator_dyntype[i])!r} ({label})")
         if m.actuator_gaintype[i] not in (types.GAIN_FIXED, types.GAIN_AFFINE):
-            refuse(f"actuator gain {mujoco.mjtGain(m.actuator_gaintype[i]).name[8:].lower()!r} ({label})")
+            refuse(f"actuator gain {_enum(mujoco.mjtGain, m.actuator_gaintype[i])!r} ({label})")
         if m.actuator_biastype[i] not in (types.BIAS_NONE, types.BIAS_AFFINE):
-            refuse(f"actuator bias {mujoco.mjtBias(m.actuator_biastype[i]).name[8:].lower()!r} ({label})")
+            refuse(f"actuator bias {_enum(mujoco.mjtBias, m.actuator_biastype[i])!r} ({label})")
         if m.actuator_plugin[i] >= 0:
             refuse(f"actuator plugins ({label})")
         if np.any(m.actuator_delay[i]) or np.any(m.actuator_history[i]):

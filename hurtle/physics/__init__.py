@@ -1,8 +1,8 @@
 """hurtle's rigid-body physics engine: MuJoCo's model and equations in JAX.
 
-    model = hurtle.physics.load("ant.xml")
-    data = hurtle.physics.make_data(model)
-    data = jax.jit(hurtle.physics.step)(model, data)
+model = hurtle.physics.load("ant.xml")
+data = hurtle.physics.make_data(model)
+data = jax.jit(hurtle.physics.step)(model, data)
 """
 
 from hurtle.physics.actuation import actuation, transmission
@@ -16,7 +16,31 @@ from hurtle.physics.tendon import tendon
 from hurtle.physics.types import Contact, Data, Model, Option
 
 __all__ = [
-    "Contact", "Data", "Model", "Option", "actuation", "com_pos", "com_vel", "crb", "energy", "euler",
-    "factor_m", "forward", "from_mjdata", "from_mujoco", "implicit", "integrate_pos", "kinematics", "load",
-    "make_data", "passive", "rk4", "rne", "solve_m", "step", "tendon", "to_mujoco", "transmission",
+    "Contact",
+    "Data",
+    "Model",
+    "Option",
+    "actuation",
+    "com_pos",
+    "com_vel",
+    "crb",
+    "energy",
+    "euler",
+    "factor_m",
+    "forward",
+    "from_mjdata",
+    "from_mujoco",
+    "implicit",
+    "integrate_pos",
+    "kinematics",
+    "load",
+    "make_data",
+    "passive",
+    "rk4",
+    "rne",
+    "solve_m",
+    "step",
+    "tendon",
+    "to_mujoco",
+    "transmission",
 ]

@@ -104,9 +104,7 @@ def actuation(m: Model, d: Data) -> Data:
         dt = d.qpos.dtype
         zero_v = jnp.zeros(m.nv, dt)
         if m.nu == 0 or m.disabled(_DSBL.mjDSBL_ACTUATION):
-            return d.replace(
-                actuator_force=jnp.zeros(m.nu, dt), act_dot=jnp.zeros(m.na, dt), qfrc_actuator=zero_v
-            )
+            return d.replace(actuator_force=jnp.zeros(m.nu, dt), act_dot=jnp.zeros(m.na, dt), qfrc_actuator=zero_v)
         ctrl = d.ctrl
         if not m.disabled(_DSBL.mjDSBL_CLAMPCTRL):
             rng = m.actuator_ctrlrange

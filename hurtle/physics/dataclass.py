@@ -32,9 +32,7 @@ def _key(value: Any) -> Any:
     if isinstance(value, dict):
         return ("dict", tuple((k, _key(v)) for k, v in sorted(value.items())))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return (type(value).__name__,) + tuple(
-            _key(getattr(value, f.name)) for f in dataclasses.fields(value)
-        )
+        return (type(value).__name__,) + tuple(_key(getattr(value, f.name)) for f in dataclasses.fields(value))
     return value
 
 

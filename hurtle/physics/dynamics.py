@@ -74,9 +74,7 @@ def passive(m: Model, d: Data) -> Data:
         spring_on = not m.disabled(_DSBL.mjDSBL_SPRING)
         damper_on = not m.disabled(_DSBL.mjDSBL_DAMPER)
         if not (spring_on or damper_on):
-            return d.replace(
-                qfrc_spring=zero, qfrc_damper=zero, qfrc_gravcomp=zero, qfrc_fluid=zero, qfrc_passive=zero
-            )
+            return d.replace(qfrc_spring=zero, qfrc_damper=zero, qfrc_gravcomp=zero, qfrc_fluid=zero, qfrc_passive=zero)
         spring = _joint_springs(m, d) if spring_on else zero
         damper = -m.dof_damping * d.qvel if damper_on else zero
         if m.ntendon:

@@ -16,8 +16,8 @@ import numpy as np
 from hurtle.physics import dynamics, inertia, math
 from hurtle.physics.actuation import actuation, actuator_velocity, next_activation, transmission
 from hurtle.physics.kinematics import com_pos, kinematics
-from hurtle.physics.tendon import tendon, tendon_velocity
 from hurtle.physics.model import constraint_features
+from hurtle.physics.tendon import tendon, tendon_velocity
 from hurtle.physics.types import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4, JNT_BALL, JNT_FREE, Data, Model
 
 _DSBL = mujoco.mjtDisableBit
@@ -89,7 +89,9 @@ def energy(m: Model, d: Data) -> jax.Array:
                     dif = d.qpos[qa[:, None] + np.arange(3)] - m.qpos_spring[qa[:, None] + np.arange(3)]
                     pot = pot + jnp.sum(0.5 * k[j] * math.dot(dif, dif))
                 # MuJoCo takes the difference of the raw (unnormalised) quaternion here
-                rot = math.sub_quat(d.qpos[qa[:, None] + off + np.arange(4)], m.qpos_spring[qa[:, None] + off + np.arange(4)])
+                rot = math.sub_quat(
+                    d.qpos[qa[:, None] + off + np.arange(4)], m.qpos_spring[qa[:, None] + off + np.arange(4)]
+                )
                 pot = pot + jnp.sum(0.5 * k[j] * math.dot(rot, rot))
             else:
                 x = d.qpos[qa] - m.qpos_spring[qa]
@@ -169,8 +171,11 @@ _RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 def _rot_dofs(m: Model) -> np.ndarray:
     """(n, 3) dof indices of the rotation of every ball and free joint."""
-    rows = [m.jnt_dofadr[j] + (3 if m.jnt_type[j] == JNT_FREE else 0) + np.arange(3)
-            for j in range(m.njnt) if m.jnt_type[j] in (JNT_FREE, JNT_BALL)]
+    rows = [
+        m.jnt_dofadr[j] + (3 if m.jnt_type[j] == JNT_FREE else 0) + np.arange(3)
+        for j in range(m.njnt)
+        if m.jnt_type[j] in (JNT_FREE, JNT_BALL)
+    ]
     return np.array(rows, int).reshape(-1, 3)
 
 
@@ -256,6 +261,7 @@ def _passive_damping_deriv(m: Model, d: Data) -> jax.Array:
     if m.disabled(_DSBL.mjDSBL_SPRING) and m.disabled(_DSBL.mjDSBL_DAMPER):
         return out
     if m.opt.has_fluid:
+
         def fluid_of(qvel):
             dd = dynamics.com_vel(m, d.replace(qvel=qvel))
             return dynamics._fluid(m, dd)

@@ -10,25 +10,73 @@ from hurtle.physics.model import float_dtype
 from hurtle.physics.types import Contact, Data, Model
 
 # fields copied to an MjData by `to_mujoco`: the state, its inputs and what rendering needs
-_STATE = ("time", "qpos", "qvel", "act", "ctrl", "qacc_warmstart", "qfrc_applied", "xfrc_applied",
-          "mocap_pos", "mocap_quat")
+_STATE = (
+    "time",
+    "qpos",
+    "qvel",
+    "act",
+    "ctrl",
+    "qacc_warmstart",
+    "qfrc_applied",
+    "xfrc_applied",
+    "mocap_pos",
+    "mocap_quat",
+)
 
 
 def _shapes(m: Model) -> dict[str, tuple[int, ...]]:
     nb, nv, nu = m.nbody, m.nv, m.nu
     return dict(
-        time=(), qpos=(m.nq,), qvel=(nv,), act=(m.na,), ctrl=(nu,), qacc=(nv,), qacc_warmstart=(nv,),
-        qacc_smooth=(nv,), qfrc_applied=(nv,), xfrc_applied=(nb, 6), mocap_pos=(m.nmocap, 3),
-        mocap_quat=(m.nmocap, 4), energy=(2,), xpos=(nb, 3), xquat=(nb, 4), xmat=(nb, 3, 3),
-        xipos=(nb, 3), ximat=(nb, 3, 3), xanchor=(m.njnt, 3), xaxis=(m.njnt, 3),
-        geom_xpos=(m.ngeom, 3), geom_xmat=(m.ngeom, 3, 3), site_xpos=(m.nsite, 3),
-        site_xmat=(m.nsite, 3, 3), subtree_com=(nb, 3), cinert=(nb, 10), crb=(nb, 10), cdof=(nv, 6),
-        ten_length=(m.ntendon,), ten_J=(m.ntendon, nv), actuator_length=(nu,),
-        actuator_moment=(nu, nv), qM=(nv, nv), qLD=(nv, nv), qLDiagInv=(nv,), cvel=(nb, 6),
-        cdof_dot=(nv, 6), ten_velocity=(m.ntendon,), actuator_velocity=(nu,), qfrc_bias=(nv,),
-        qfrc_spring=(nv,), qfrc_damper=(nv,), qfrc_gravcomp=(nv,), qfrc_fluid=(nv,),
-        qfrc_passive=(nv,), actuator_force=(nu,), act_dot=(m.na,), qfrc_actuator=(nv,),
-        qfrc_smooth=(nv,), qfrc_constraint=(nv,),
+        time=(),
+        qpos=(m.nq,),
+        qvel=(nv,),
+        act=(m.na,),
+        ctrl=(nu,),
+        qacc=(nv,),
+        qacc_warmstart=(nv,),
+        qacc_smooth=(nv,),
+        qfrc_applied=(nv,),
+        xfrc_applied=(nb, 6),
+        mocap_pos=(m.nmocap, 3),
+        mocap_quat=(m.nmocap, 4),
+        energy=(2,),
+        xpos=(nb, 3),
+        xquat=(nb, 4),
+        xmat=(nb, 3, 3),
+        xipos=(nb, 3),
+        ximat=(nb, 3, 3),
+        xanchor=(m.njnt, 3),
+        xaxis=(m.njnt, 3),
+        geom_xpos=(m.ngeom, 3),
+        geom_xmat=(m.ngeom, 3, 3),
+        site_xpos=(m.nsite, 3),
+        site_xmat=(m.nsite, 3, 3),
+        subtree_com=(nb, 3),
+        cinert=(nb, 10),
+        crb=(nb, 10),
+        cdof=(nv, 6),
+        ten_length=(m.ntendon,),
+        ten_J=(m.ntendon, nv),
+        actuator_length=(nu,),
+        actuator_moment=(nu, nv),
+        qM=(nv, nv),
+        qLD=(nv, nv),
+        qLDiagInv=(nv,),
+        cvel=(nb, 6),
+        cdof_dot=(nv, 6),
+        ten_velocity=(m.ntendon,),
+        actuator_velocity=(nu,),
+        qfrc_bias=(nv,),
+        qfrc_spring=(nv,),
+        qfrc_damper=(nv,),
+        qfrc_gravcomp=(nv,),
+        qfrc_fluid=(nv,),
+        qfrc_passive=(nv,),
+        actuator_force=(nu,),
+        act_dot=(m.na,),
+        qfrc_actuator=(nv,),
+        qfrc_smooth=(nv,),
+        qfrc_constraint=(nv,),
     )
 
 
@@ -43,8 +91,12 @@ def make_data(m: Model) -> Data:
     fields["mocap_quat"] = jnp.asarray(m.body_quat, dt)[mocap[order]]
     n = m.ncon_max
     contact = Contact(
-        dist=jnp.zeros(n, dt), pos=jnp.zeros((n, 3), dt), frame=jnp.zeros((n, 3, 3), dt),
-        geom1=jnp.full(n, -1, jnp.int32), geom2=jnp.full(n, -1, jnp.int32), active=jnp.zeros(n, bool),
+        dist=jnp.zeros(n, dt),
+        pos=jnp.zeros((n, 3), dt),
+        frame=jnp.zeros((n, 3, 3), dt),
+        geom1=jnp.full(n, -1, jnp.int32),
+        geom2=jnp.full(n, -1, jnp.int32),
+        active=jnp.zeros(n, bool),
     )
     return Data(contact=contact, **fields)
 

@@ -96,8 +96,17 @@ def kinematics(m: Model, d: Data) -> Data:
         geom_xpos, geom_xmat = _local_to_global(frames, m.geom_pos, m.geom_quat, m.geom_bodyid, m.geom_sameframe)
         site_xpos, site_xmat = _local_to_global(frames, m.site_pos, m.site_quat, m.site_bodyid, m.site_sameframe)
         return d.replace(
-            xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, ximat=ximat, xanchor=xanchor, xaxis=xaxis,
-            geom_xpos=geom_xpos, geom_xmat=geom_xmat, site_xpos=site_xpos, site_xmat=site_xmat,
+            xpos=xpos,
+            xquat=xquat,
+            xmat=xmat,
+            xipos=xipos,
+            ximat=ximat,
+            xanchor=xanchor,
+            xaxis=xaxis,
+            geom_xpos=geom_xpos,
+            geom_xmat=geom_xmat,
+            site_xpos=site_xpos,
+            site_xmat=site_xmat,
         )
 
 
@@ -140,18 +149,25 @@ def com_pos(m: Model, d: Data) -> Data:
         rot = math.einsum("bij,bj,bkj->bik", d.ximat, m.body_inertia, d.ximat)
         md = mass[:, None] * dif
         dx, dy, dz = dif[:, 0], dif[:, 1], dif[:, 2]
-        cinert = jnp.stack(
-            [
-                rot[:, 0, 0] + mass * (dy * dy + dz * dz),
-                rot[:, 1, 1] + mass * (dx * dx + dz * dz),
-                rot[:, 2, 2] + mass * (dx * dx + dy * dy),
-                rot[:, 0, 1] - mass * dx * dy,
-                rot[:, 0, 2] - mass * dx * dz,
-                rot[:, 1, 2] - mass * dy * dz,
-                md[:, 0], md[:, 1], md[:, 2], mass,
-            ],
-            -1,
-        ).at[0].set(0.0)
+        cinert = (
+            jnp.stack(
+                [
+                    rot[:, 0, 0] + mass * (dy * dy + dz * dz),
+                    rot[:, 1, 1] + mass * (dx * dx + dz * dz),
+                    rot[:, 2, 2] + mass * (dx * dx + dy * dy),
+                    rot[:, 0, 1] - mass * dx * dy,
+                    rot[:, 0, 2] - mass * dx * dz,
+                    rot[:, 1, 2] - mass * dy * dz,
+                    md[:, 0],
+                    md[:, 1],
+                    md[:, 2],
+                    mass,
+                ],
+                -1,
+            )
+            .at[0]
+            .set(0.0)
+        )
 
         cdof = _cdof(m, d, subtree_com)
         return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)

@@ -138,9 +138,7 @@ def skew(v: jax.Array) -> jax.Array:
     """Matrix with skew(v) @ u = cross(v, u)."""
     z = jnp.zeros_like(v[..., 0])
     x, y, w = v[..., 0], v[..., 1], v[..., 2]
-    return jnp.stack(
-        [jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2
-    )
+    return jnp.stack([jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2)
 
 
 def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:

@@ -22,7 +22,10 @@ _DSBL = mujoco.mjtDisableBit
 _ENBL = mujoco.mjtEnableBit
 # enable flags that change no quantity this engine computes, or that it honours
 _ENABLE_OK = (
-    _ENBL.mjENBL_ENERGY | _ENBL.mjENBL_OVERRIDE | _ENBL.mjENBL_FWDINV | _ENBL.mjENBL_INVDISCRETE
+    _ENBL.mjENBL_ENERGY
+    | _ENBL.mjENBL_OVERRIDE
+    | _ENBL.mjENBL_FWDINV
+    | _ENBL.mjENBL_INVDISCRETE
     | _ENBL.mjENBL_DIAGEXACT
 )
 _NAMED = {
@@ -144,7 +147,8 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
             refuse(f"multi-input or multi-output actuators ({label})")
         trn_j = m.actuator_trntype[i] in (types.TRN_JOINT, types.TRN_JOINTINPARENT)
         servo = (
-            m.actuator_gaintype[i] == types.GAIN_FIXED and m.actuator_biastype[i] == types.BIAS_AFFINE
+            m.actuator_gaintype[i] == types.GAIN_FIXED
+            and m.actuator_biastype[i] == types.BIAS_AFFINE
             and m.actuator_gainprm[i, 0] == -m.actuator_biasprm[i, 1]
         )
         if trn_j and servo and m.jnt_type[m.actuator_trnid[i, 0]] == types.JNT_BALL:
@@ -171,9 +175,7 @@ def _tree(m: mujoco.MjModel) -> Tree:
     is_free_body = np.array(
         [m.body_jntnum[b] == 1 and jnt_type[m.body_jntadr[b]] == types.JNT_FREE for b in range(nbody)]
     )
-    levels = tuple(
-        np.nonzero((depth == d) & ~is_free_body)[0] for d in range(1, depth.max() + 1 if nbody > 1 else 1)
-    )
+    levels = tuple(np.nonzero((depth == d) & ~is_free_body)[0] for d in range(1, depth.max() + 1 if nbody > 1 else 1))
     levels = tuple(lv for lv in levels if lv.size)
     free_body = np.nonzero(is_free_body)[0]
     free_qadr = np.array([m.jnt_qposadr[m.body_jntadr[b]] for b in free_body], int)
@@ -468,8 +470,11 @@ def _may_collide(m: Model) -> bool:
             if weld[g1] == weld[g2]:
                 continue
             b1, b2 = weld[g1], weld[g2]
-            if filterparent and b1 and b2 and (
-                m.body_weldid[m.body_parentid[b1]] == b2 or m.body_weldid[m.body_parentid[b2]] == b1
+            if (
+                filterparent
+                and b1
+                and b2
+                and (m.body_weldid[m.body_parentid[b1]] == b2 or m.body_weldid[m.body_parentid[b2]] == b1)
             ):
                 continue
             return True

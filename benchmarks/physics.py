@@ -1,0 +1,241 @@
+"""Physics throughput: hurtle vs MJX vs MuJoCo C on the same models, batch and random controls.
+
+    python benchmarks/physics.py                   # CPU, batch 256, the default models
+    python benchmarks/physics.py --batch 8192      # on a GPU machine
+
+For each model: compile + first call (s) and steady-state physics steps/s for hurtle and MJX
+(jit(vmap(step)) inside a lax.scan of --nsteps steps), and MuJoCo C's mujoco.batch.Batch on all
+threads, run in a subprocess (creating a Batch before compiling with JAX in the same process has
+hung). The table, with the machine described, is appended to benchmarks/RESULTS.md.
+
+Until the constraint solver lands (issue #3/#4) every model runs with MuJoCo's `constraint` flag
+disabled, in all three engines alike: the benchmark measures smooth multibody dynamics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def _asset(spec: str) -> str:
+    """'gym:ant' -> gymnasium's ant.xml, 'dmc:humanoid' -> dm_control's suite humanoid.xml."""
+    kind, name = spec.split(":")
+    if kind == "gym":
+        import gymnasium
+
+        return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", f"{name}.xml")
+    if kind == "dmc":
+        import dm_control
+
+        return os.path.join(os.path.dirname(dm_control.__file__), "suite", f"{name}.xml")
+    return spec
+
+
+def _mj_model(spec: str):
+    import mujoco
+
+    mm = mujoco.MjModel.from_xml_path(_asset(spec))
+    mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return mm
+
+
+def _controls(mm, batch: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    lo = np.where(mm.actuator_ctrllimited, mm.actuator_ctrlrange[:, 0], -1.0)
+    hi = np.where(mm.actuator_ctrllimited, mm.actuator_ctrlrange[:, 1], 1.0)
+    return rng.uniform(lo, hi, size=(batch, mm.nu))
+
+
+def _time_jax(step_fn, model, data, nsteps: int, repeats: int) -> tuple[float, float]:
+    """(compile + first call seconds, steps per second) of nsteps batched steps in one lax.scan."""
+    import jax
+
+    def rollout(m, d):
+        def body(d, _):
+            return jax.vmap(step_fn, in_axes=(None, 0))(m, d), None
+
+        return jax.lax.scan(body, d, None, length=nsteps)[0]
+
+    run = jax.jit(rollout)
+    t0 = time.perf_counter()
+    out = run(model, data)
+    jax.block_until_ready(out)
+    compile_s = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = run(model, out)
+        jax.block_until_ready(out)
+        times.append(time.perf_counter() - t0)
+    batch = jax.tree.leaves(data)[0].shape[0]
+    return compile_s, batch * nsteps / statistics.median(times)
+
+
+def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int):
+    import jax
+    import jax.numpy as jnp
+
+    import hurtle.physics as hp
+
+    mm = _mj_model(spec)
+    model = hp.from_mujoco(mm, source=spec)
+    d = hp.make_data(model)
+    ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
+    data = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d).replace(ctrl=ctrl)
+    return _time_jax(hp.step, model, data, nsteps, repeats)
+
+
+def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int):
+    import jax
+    import jax.numpy as jnp
+    from mujoco import mjx
+
+    mm = _mj_model(spec)
+    mx = mjx.put_model(mm)
+    d = mjx.make_data(mx)
+    ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
+    data = jax.vmap(lambda c: d.replace(ctrl=c))(ctrl)
+    return _time_jax(mjx.step, mx, data, nsteps, repeats)
+
+
+def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int):
+    """MuJoCo C on all threads (mujoco.batch.Batch); compile time is the Batch's creation."""
+    from mujoco import batch as mjbatch
+
+    mm = _mj_model(spec)
+    t0 = time.perf_counter()
+    b = mjbatch.Batch(mm, batch, nthread=0)
+    b.bind("ctrl")[...] = _controls(mm, batch)
+    b.step(nstep=1)
+    setup_s = time.perf_counter() - t0
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        b.step(nstep=nsteps)
+        times.append(time.perf_counter() - t0)
+    return setup_s, batch * nsteps / statistics.median(times)
+
+
+ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx, "mujoco": bench_mujoco}
+
+
+def _run_isolated(engine: str, spec: str, args) -> dict:
+    """Run one engine on one model in a fresh process; returns its result or error."""
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        engine,
+        "--models",
+        spec,
+        "--batch",
+        str(args.batch),
+        "--nsteps",
+        str(args.nsteps),
+        "--repeats",
+        str(args.repeats),
+        "--dtype",
+        args.dtype,
+    ]
+    env = dict(os.environ)
+    env["JAX_ENABLE_X64"] = "1" if args.dtype == "float64" else "0"
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {args.timeout} s"}
+    for line in out.stdout.splitlines()[::-1]:
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {"error": tail[0][:160]}
+
+
+def _ratio(a: dict, b: dict, key: str) -> str:
+    ok = a and b and "error" not in a and "error" not in b
+    return f"{a[key] / b[key]:.2f}x" if ok else "—"
+
+
+def _machine() -> str:
+    import jax
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    dev = jax.devices()[0]
+    import mujoco
+
+    return (
+        f"{dev.platform.upper()} {getattr(dev, 'device_kind', '')}; host {cpu}, {os.cpu_count()} cores; "
+        f"jax {jax.__version__}, mujoco {mujoco.__version__}"
+    )
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default="gym:ant,gym:half_cheetah,gym:walker2d,gym:humanoid,dmc:humanoid")
+    p.add_argument("--engines", default="hurtle,mjx,mujoco")
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--nsteps", type=int, default=100, help="steps per timed call")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="JAX engines' precision")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per engine and model")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument("--worker", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.worker:
+        compile_s, sps = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats)
+        print("RESULT " + json.dumps({"compile_s": compile_s, "steps_per_s": sps}))
+        return
+
+    specs = args.models.split(",")
+    engines = args.engines.split(",")
+    rows = []
+    for spec in specs:
+        res = {e: _run_isolated(e, spec, args) for e in engines}
+        rows.append((spec, res))
+        print(spec, json.dumps(res), flush=True)
+
+    def cell(r, key, fmt):
+        return fmt.format(r[key]) if "error" not in r else "—"
+
+    lines = [
+        f"\n### {time.strftime('%Y-%m-%d')}: batch {args.batch}, {args.nsteps} steps per call, {args.dtype}",
+        f"Machine: {_machine()}. Constraint flag disabled in every engine (smooth dynamics only).\n",
+        "| model | "
+        + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
+        + " | hurtle/mjx speed | hurtle/mjx compile | hurtle/mujoco speed |",
+        "|---|" + "---|---|" * len(engines) + "---|---|---|",
+    ]
+    notes = []
+    for spec, res in rows:
+        cells = []
+        for e in engines:
+            r = res[e]
+            cells += [cell(r, "steps_per_s", "{:,.0f}"), cell(r, "compile_s", "{:.1f}")]
+            if "error" in r:
+                notes.append(f"- {spec} / {e}: {r['error']}")
+        h, x, c = res.get("hurtle", {}), res.get("mjx", {}), res.get("mujoco", {})
+        cells += [_ratio(h, x, "steps_per_s"), _ratio(h, x, "compile_s"), _ratio(h, c, "steps_per_s")]
+        lines.append(f"| {spec} | " + " | ".join(cells) + " |")
+    text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
+    print(text)
+    with open(args.out, "a") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

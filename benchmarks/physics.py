@@ -45,6 +45,8 @@ def _mj_model(spec: str):
 
     mm = mujoco.MjModel.from_xml_path(_asset(spec))
     mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    # without constraints the solver is never called; MJX refuses PGS by name, so name Newton
+    mm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     return mm
 
 

@@ -13,8 +13,9 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import dynamics, inertia, math
+from hurtle.physics import dynamics, inertia, math, solver
 from hurtle.physics.actuation import actuation, actuator_velocity, next_activation, transmission
+from hurtle.physics.constraint import make_constraint, reference_constraint
 from hurtle.physics.kinematics import com_pos, kinematics
 from hurtle.physics.model import constraint_features
 from hurtle.physics.tendon import tendon, tendon_velocity
@@ -28,8 +29,8 @@ def _check_constraints(m: Model) -> None:
     feats = constraint_features(m)
     if feats:
         raise NotImplementedError(
-            f"{m.source}: the model has {', '.join(feats)}; hurtle's constraint solver is not built yet. "
-            "Disable them (e.g. <flag constraint='disable'/>) to simulate without constraints."
+            f"{m.source}: the model has {', '.join(feats)}; hurtle's collision detection is not built yet. "
+            "Disable them (e.g. <flag contact='disable'/>) to simulate without contacts."
         )
 
 
@@ -39,6 +40,7 @@ def fwd_position(m: Model, d: Data) -> Data:
     d = tendon(m, d)
     d = inertia.crb(m, d)
     d = inertia.factor_m(m, d)
+    d = make_constraint(m, d)
     d = transmission(m, d)
     return d
 
@@ -48,6 +50,7 @@ def fwd_velocity(m: Model, d: Data) -> Data:
     d = actuator_velocity(m, d)
     d = dynamics.com_vel(m, d)
     d = dynamics.passive(m, d)
+    d = reference_constraint(m, d)
     d = dynamics.rne(m, d)
     return d
 
@@ -69,8 +72,8 @@ def fwd_acceleration(m: Model, d: Data) -> Data:
 
 
 def fwd_constraint(m: Model, d: Data) -> Data:
-    """Without constraint rows the acceleration is the smooth one."""
-    return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
+    """The constrained acceleration (the smooth one when the model has no constraint rows)."""
+    return solver.solve(m, d)
 
 
 def energy(m: Model, d: Data) -> jax.Array:
@@ -112,6 +115,8 @@ def forward(m: Model, d: Data) -> Data:
     d = fwd_velocity(m, d)
     if m.enabled(_ENBL.mjENBL_ENERGY):
         d = d.replace(energy=energy(m, d))
+    else:
+        d = d.replace(energy=jnp.zeros_like(d.energy))
     d = actuation(m, d)
     d = fwd_acceleration(m, d)
     d = fwd_constraint(m, d)

@@ -21,6 +21,7 @@ _STATE = (
     "xfrc_applied",
     "mocap_pos",
     "mocap_quat",
+    "eq_active",
 )
 
 
@@ -77,7 +78,30 @@ def _shapes(m: Model) -> dict[str, tuple[int, ...]]:
         qfrc_actuator=(nv,),
         qfrc_smooth=(nv,),
         qfrc_constraint=(nv,),
+        eq_active=(m.neq,),
+        efc_state=(m.efc.nefc,),
+        efc_active=(m.efc.nefc,),
+        solver_niter=(),
+        efc_J=(m.efc.nefc, nv),
+        efc_KBIP=(m.efc.nefc, 4),
+        **{f: (m.efc.nefc,) for f in _EFC_VEC},
     )
+
+
+# per-row constraint fields; hurtle's rows are MuJoCo's rows padded to a static layout, so they are
+# not copied from an MjData (compare them through Model.efc's type and id, or by J' f)
+_EFC_VEC = (
+    "efc_pos",
+    "efc_margin",
+    "efc_frictionloss",
+    "efc_diagA",
+    "efc_R",
+    "efc_D",
+    "efc_vel",
+    "efc_aref",
+    "efc_force",
+)
+_NOT_COPIED = set(_EFC_VEC) | {"efc_J", "efc_KBIP", "qLD", "qLDiagInv", "efc_state", "efc_active", "solver_niter"}
 
 
 def make_data(m: Model) -> Data:
@@ -89,6 +113,10 @@ def make_data(m: Model) -> Data:
     order = np.argsort(m.body_mocapid[mocap])
     fields["mocap_pos"] = jnp.asarray(m.body_pos, dt)[mocap[order]]
     fields["mocap_quat"] = jnp.asarray(m.body_quat, dt)[mocap[order]]
+    fields["eq_active"] = jnp.asarray(m.eq_active0, bool)
+    fields["efc_state"] = jnp.zeros(m.efc.nefc, jnp.int32)
+    fields["efc_active"] = jnp.zeros(m.efc.nefc, bool)
+    fields["solver_niter"] = jnp.zeros((), jnp.int32)
     n = m.ncon_max
     contact = Contact(
         dist=jnp.zeros(n, dt),
@@ -119,8 +147,10 @@ def _dense(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, name: str) -> np.nd
         return out
     if name in ("xmat", "ximat", "geom_xmat", "site_xmat"):
         return np.array(getattr(d, name)).reshape(-1, 3, 3)
-    if name in ("qLD", "qLDiagInv"):
+    if name in _NOT_COPIED:
         return None
+    if name == "eq_active":
+        return np.array(d.eq_active, dtype=bool)
     return np.array(getattr(d, name)) if hasattr(d, name) else None
 
 
@@ -133,7 +163,8 @@ def from_mjdata(m: Model, mj_data: mujoco.MjData, mj_model: mujoco.MjModel | Non
     for name in _shapes(m):
         val = _dense(mj_model, mj_data, name)
         if val is not None:
-            out[name] = jnp.asarray(np.reshape(val, _shapes(m)[name]), dt)
+            kind = bool if name == "eq_active" else dt
+            out[name] = jnp.asarray(np.reshape(val, _shapes(m)[name]), kind)
     return d.replace(**out)
 
 

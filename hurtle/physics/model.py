@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 
 from hurtle.physics import types
+from hurtle.physics.constraint import build_layout
 from hurtle.physics.types import Model, Option, Tree
 
 _DSBL = mujoco.mjtDisableBit
@@ -98,10 +99,19 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         refuse("the noslip solver (option noslip_iterations > 0)")
     if m.opt.integrator == mujoco.mjtIntegrator.mjINT_DISCRETE:
         refuse("the 'discrete' integrator")
+    if m.opt.disableactuator and not m.opt.disableflags & _DSBL.mjDSBL_ACTUATION:
+        groups = [g for g in range(31) if m.opt.disableactuator & (1 << g)]
+        if np.any(np.isin(m.actuator_group, groups)):
+            refuse(f"disabling actuator groups {groups} (option actuatorgroupdisable)")
     bad_enable = m.opt.enableflags & ~_ENABLE_OK
     for name, flag in _ENBL.__members__.items():
         if name != "mjNENABLE" and bad_enable & int(flag):
             refuse(f"enable flag {name[6:].lower()!r}")
+    constraints_on = not m.opt.disableflags & (_DSBL.mjDSBL_CONSTRAINT | _DSBL.mjDSBL_EQUALITY)
+    for e in range(m.neq if constraints_on else 0):
+        if m.eq_type[e] not in (0, 1, 2, 3):
+            kind = _enum(mujoco.mjtEq, m.eq_type[e])
+            refuse(f"{kind!r} equality constraints ({_label(names, 'equality', e)})")
     for t in range(m.ntendon):
         adr = m.tendon_adr[t]
         if m.wrap_type[adr] != mujoco.mjtWrap.mjWRAP_JOINT:
@@ -362,6 +372,8 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
         eq_data=f(m.eq_data),
         eq_solref=f(m.eq_solref),
         eq_solimp=f(m.eq_solimp),
+        body_invweight0=f(m.body_invweight0),
+        stat_meaninertia=f(m.stat.meaninertia),
         nq=int(m.nq),
         nv=int(m.nv),
         nu=int(m.nu),
@@ -432,30 +444,19 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
         has_dof_damping=bool(np.any(m.dof_damping > 0)),
         has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),
         tree=_tree(m),
+        efc=build_layout(m),
         names=names,
         source=source,
     )
 
 
 def constraint_features(m: Model) -> list[str]:
-    """Constraint-producing features the model uses under its enabled flags (empty if none)."""
+    """Constraint features the model uses that the engine cannot solve yet (contacts, until #4)."""
     if m.disabled(_DSBL.mjDSBL_CONSTRAINT):
         return []
-    out = []
-    if not m.disabled(_DSBL.mjDSBL_LIMIT):
-        lim = [m.names["joint"][j] or f"#{j}" for j in np.nonzero(m.jnt_limited)[0]]
-        if lim:
-            out.append(f"joint limits (joints {', '.join(map(repr, lim[:5]))}{'...' if len(lim) > 5 else ''})")
-        if np.any(m.tendon_limited):
-            out.append("tendon limits")
-    if not m.disabled(_DSBL.mjDSBL_FRICTIONLOSS):
-        if m.has_frictionloss:
-            out.append("friction loss")
-    if not m.disabled(_DSBL.mjDSBL_EQUALITY) and m.neq:
-        out.append("equality constraints")
     if not m.disabled(_DSBL.mjDSBL_CONTACT) and (m.npair or _may_collide(m)):
-        out.append("contacts")
-    return out
+        return ["contacts"]
+    return []
 
 
 def _may_collide(m: Model) -> bool:

@@ -8,6 +8,7 @@ is one `jax.vmap`. `Data` holds only arrays, with shapes fixed by the model.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import numpy as np
@@ -78,6 +79,9 @@ class Option:
     disableflags: int = static_field()
     enableflags: int = static_field()
     has_fluid: bool = static_field()  # density or viscosity was nonzero when the model was built
+    # hurtle's own: "adaptive" (while loops, stop at tolerance) or "fixed" (opt.iterations steps in
+    # lax loops without early exit, so reverse-mode differentiation passes through the solver)
+    solver_mode: str = static_field(default="adaptive")
 
 
 @pytree_dataclass
@@ -150,6 +154,8 @@ class Model:
     eq_data: jax.Array
     eq_solref: jax.Array
     eq_solimp: jax.Array
+    body_invweight0: jax.Array
+    stat_meaninertia: jax.Array
     # -- sizes and structure (static) --
     nq: int = static_field()
     nv: int = static_field()
@@ -223,6 +229,7 @@ class Model:
     has_dof_damping: bool = static_field()
     has_frictionloss: bool = static_field()
     tree: Tree = static_field()
+    efc: Any = static_field()  # constraint row layout (hurtle.physics.constraint.Layout)
     names: dict = static_field()  # {"body": (...), "joint": (...), ...} element names, "" if unnamed
     source: str = static_field()  # file the model came from, or "<mjModel>"
 
@@ -310,6 +317,22 @@ class Data:
     qfrc_actuator: jax.Array
     qfrc_smooth: jax.Array
     qfrc_constraint: jax.Array
+    # constraints: one row per entry of Model.efc, masked by efc_active
+    eq_active: jax.Array
+    efc_J: jax.Array
+    efc_pos: jax.Array
+    efc_margin: jax.Array
+    efc_frictionloss: jax.Array
+    efc_diagA: jax.Array
+    efc_R: jax.Array
+    efc_D: jax.Array
+    efc_KBIP: jax.Array
+    efc_vel: jax.Array
+    efc_aref: jax.Array
+    efc_force: jax.Array
+    efc_state: jax.Array
+    efc_active: jax.Array
+    solver_niter: jax.Array
 
 
 def field_names(cls) -> tuple[str, ...]:

@@ -1,0 +1,455 @@
+"""Constraint rows (`efc_*`) and MuJoCo's soft-constraint model.
+
+Rows have a static layout fixed when the model is built (`Model.efc`): equality rows, then friction
+loss, then limits, then contacts, in MuJoCo's order. A row MuJoCo would not instantiate in the
+current state (an inactive equality, a limit farther than its margin) stays in place with
+`efc_active` False and contributes nothing, so shapes never depend on the state.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from hurtle.physics import inertia, math
+from hurtle.physics.dataclass import pytree_dataclass, static_field
+from hurtle.physics.types import JNT_BALL, Data, Model
+
+_DSBL = mujoco.mjtDisableBit
+_ENBL = mujoco.mjtEnableBit
+
+# mjtConstraint
+EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON = 0, 1, 2, 3, 4
+CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 5, 6, 7
+# mjtConstraintState
+SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
+# mjtEq
+EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = 0, 1, 2, 3
+OBJ_SITE = 6
+MINIMP, MAXIMP = 0.0001, 0.9999
+DEFAULT_SOLREF = (0.02, 1.0)
+
+
+@pytree_dataclass
+class Layout:
+    """Static row layout: which element each row belongs to and how rows group into constraints."""
+
+    nefc: int = static_field()
+    ne: int = static_field()
+    nf: int = static_field()
+    type: np.ndarray = static_field()  # (nefc,) mjtConstraint
+    id: np.ndarray = static_field()  # (nefc,) element id (equality, dof, joint, tendon, contact)
+    group: np.ndarray = static_field()  # (nefc,) first row of the row's constraint
+    side: np.ndarray = static_field()  # (nefc,) limit side: -1 lower, +1 upper, 0 otherwise
+    eq_row: np.ndarray = static_field()  # (neq,) first row of each equality (-1 if none)
+
+
+def build_layout(m: mujoco.MjModel) -> Layout:
+    """Rows for every constraint the model could instantiate under its enabled flags."""
+    dsbl = m.opt.disableflags
+    types, ids, sides, groups = [], [], [], []
+    eq_row = -np.ones(m.neq, int)
+
+    def add(t, i, n, side=0):
+        start = len(types)
+        types.extend([t] * n)
+        ids.extend([i] * n)
+        sides.extend([side] * n)
+        groups.extend([start] * n)
+        return start
+
+    if not dsbl & _DSBL.mjDSBL_CONSTRAINT:
+        if not dsbl & _DSBL.mjDSBL_EQUALITY:
+            for e in range(m.neq):
+                size = {EQ_CONNECT: 3, EQ_WELD: 6, EQ_JOINT: 1, EQ_TENDON: 1}[int(m.eq_type[e])]
+                eq_row[e] = add(EQUALITY, e, size)
+        ne = len(types)
+        if not dsbl & _DSBL.mjDSBL_FRICTIONLOSS:
+            for v in range(m.nv):
+                if m.dof_frictionloss[v] > 0:
+                    add(FRICTION_DOF, v, 1)
+            for t in range(m.ntendon):
+                if m.tendon_frictionloss[t] > 0:
+                    add(FRICTION_TENDON, t, 1)
+        nf = len(types) - ne
+        if not dsbl & _DSBL.mjDSBL_LIMIT:
+            for j in range(m.njnt):
+                if not m.jnt_limited[j]:
+                    continue
+                if m.jnt_type[j] == JNT_BALL:
+                    add(LIMIT_JOINT, j, 1)
+                else:
+                    add(LIMIT_JOINT, j, 1, side=-1)
+                    add(LIMIT_JOINT, j, 1, side=1)
+            for t in range(m.ntendon):
+                if m.tendon_limited[t]:
+                    add(LIMIT_TENDON, t, 1, side=-1)
+                    add(LIMIT_TENDON, t, 1, side=1)
+    else:
+        ne = nf = 0
+    arr = lambda x: np.array(x, dtype=np.int32)  # noqa: E731
+    return Layout(
+        nefc=len(types),
+        ne=ne,
+        nf=nf,
+        type=arr(types),
+        id=arr(ids),
+        group=arr(groups),
+        side=arr(sides),
+        eq_row=arr(eq_row),
+    )
+
+
+def jac_point(m: Model, d: Data, body: np.ndarray, point: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Translational and rotational Jacobians (k, 3, nv) of world points fixed to bodies (mj_jac)."""
+    mask = m.tree.body_dof_anc[body][:, None, :]  # (k, 1, nv)
+    offset = point - d.subtree_com[m.body_rootid[body]]  # (k, 3)
+    ang, lin = d.cdof[:, :3].T, d.cdof[:, 3:].T  # (3, nv)
+    jacr = jnp.where(mask, ang[None], 0.0)
+    jacp = jnp.where(mask, lin[None] + math.cross(ang.T[None], offset[:, None, :]).transpose(0, 2, 1), 0.0)
+    return jacp, jacr
+
+
+def _eq_anchors(m: Model, d: Data, eqs: np.ndarray, weld: bool):
+    """World anchor points and bodies of connect/weld equalities (mj_equalityAnchors)."""
+    o1, o2 = m.eq_obj1id[eqs], m.eq_obj2id[eqs]
+    data = m.eq_data[eqs]
+    site = m.eq_objtype[eqs] == OBJ_SITE
+    b1 = np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1)
+    b2 = np.where(site, m.site_bodyid[np.where(site, o2, 0)], o2)
+    local1, local2 = (data[:, 3:6], data[:, 0:3]) if weld else (data[:, 0:3], data[:, 3:6])
+    p1 = d.xpos[o1 * ~site] + math.matvec(d.xmat[o1 * ~site], local1)
+    p2 = d.xpos[o2 * ~site] + math.matvec(d.xmat[o2 * ~site], local2)
+    if m.nsite and np.any(site):
+        p1 = jnp.where(site[:, None], d.site_xpos[np.where(site, o1, 0)], p1)
+        p2 = jnp.where(site[:, None], d.site_xpos[np.where(site, o2, 0)], p2)
+    return p1, p2, b1, b2
+
+
+def _weld_frames(m: Model, d: Data, eqs: np.ndarray, b1, b2):
+    """q0 * relpose (or body1 * site1 quat) and neg(q1) (or of body2 * site2 quat) for welds."""
+    o1, o2 = m.eq_obj1id[eqs], m.eq_obj2id[eqs]
+    site = m.eq_objtype[eqs] == OBJ_SITE
+    q0r = math.quat_mul(d.xquat[b1], m.eq_data[eqs, 6:10])
+    q1 = d.xquat[b2]
+    if m.nsite and np.any(site):
+        s1, s2 = np.where(site, o1, 0), np.where(site, o2, 0)
+        q0r = jnp.where(site[:, None], math.quat_mul(d.xquat[b1], m.site_quat[s1]), q0r)
+        q1 = jnp.where(site[:, None], math.quat_mul(d.xquat[b2], m.site_quat[s2]), q1)
+    return q0r, math.quat_conj(q1), site
+
+
+def _axis_quat(v):
+    return jnp.concatenate([jnp.zeros_like(v[..., :1]), v], -1)
+
+
+def _equality_rows(m: Model, d: Data):
+    """(rows, J, pos, active) pieces for every equality constraint."""
+    lay = m.efc
+    out = []
+    eq_type = m.eq_type
+    has_rows = lay.eq_row >= 0
+    for kind in (EQ_CONNECT, EQ_WELD):
+        eqs = np.nonzero((eq_type == kind) & has_rows)[0]
+        if not eqs.size:
+            continue
+        weld = kind == EQ_WELD
+        p1, p2, b1, b2 = _eq_anchors(m, d, eqs, weld)
+        jp1, jr1 = jac_point(m, d, b1, p1)
+        jp2, jr2 = jac_point(m, d, b2, p2)
+        jac = jp1 - jp2
+        pos = p1 - p2
+        if weld:
+            ts = m.eq_data[eqs, 10]
+            q0r, negq1, _ = _weld_frames(m, d, eqs, b1, b2)
+            quat2 = math.quat_mul(negq1, q0r)
+            pos = jnp.concatenate([pos, ts[:, None] * quat2[:, 1:]], -1)
+            axes = _axis_quat(jnp.swapaxes(jr1 - jr2, 1, 2))  # (k, nv, 4)
+            q3 = math.quat_mul(math.quat_mul(negq1[:, None], axes), q0r[:, None])
+            jrot = 0.5 * jnp.swapaxes(q3[..., 1:], 1, 2) * ts[:, None, None]
+            jac = jnp.concatenate([jac, jrot], 1)
+        rows = lay.eq_row[eqs][:, None] + np.arange(jac.shape[1])
+        out.append((rows, jac, pos, eqs))
+    for kind in (EQ_JOINT, EQ_TENDON):
+        eqs = np.nonzero((eq_type == kind) & has_rows)[0]
+        if not eqs.size:
+            continue
+        o1, o2 = m.eq_obj1id[eqs], m.eq_obj2id[eqs]
+        two = o2 >= 0
+        o2s = np.where(two, o2, 0)
+        if kind == EQ_JOINT:
+            x1 = d.qpos[m.jnt_qposadr[o1]] - m.qpos0[m.jnt_qposadr[o1]]
+            x2 = d.qpos[m.jnt_qposadr[o2s]] - m.qpos0[m.jnt_qposadr[o2s]]
+            eye = jnp.eye(m.nv, dtype=d.qpos.dtype)
+            j1, j2 = eye[m.jnt_dofadr[o1]], eye[m.jnt_dofadr[o2s]]
+        else:
+            x1 = d.ten_length[o1] - m.tendon_length0[o1]
+            x2 = d.ten_length[o2s] - m.tendon_length0[o2s]
+            j1, j2 = d.ten_J[o1], d.ten_J[o2s]
+        c = m.eq_data[eqs]
+        poly = c[:, 1] * x2 + c[:, 2] * x2**2 + c[:, 3] * x2**3 + c[:, 4] * x2**4
+        deriv = c[:, 1] + 2 * c[:, 2] * x2 + 3 * c[:, 3] * x2**2 + 4 * c[:, 4] * x2**3
+        pos = x1 - c[:, 0] - jnp.where(two, poly, 0.0)
+        jac = j1 - jnp.where(two, deriv, 0.0)[:, None] * j2
+        rows = lay.eq_row[eqs][:, None]
+        out.append((rows, jac[:, None, :], pos[:, None], eqs))
+    return out
+
+
+def make_constraint(m: Model, d: Data) -> Data:
+    """Constraint Jacobian, positions, margins, regularisers and impedances (mj_makeConstraint)."""
+    lay = m.efc
+    n, nv = lay.nefc, m.nv
+    if n == 0:
+        return d
+    with jax.named_scope("make_constraint"):
+        dt = d.qpos.dtype
+        J = jnp.zeros((n, nv), dt)
+        pos = jnp.zeros(n, dt)
+        margin = jnp.zeros(n, dt)
+        floss = jnp.zeros(n, dt)
+        active = jnp.zeros(n, bool)
+        typ, ids, side = lay.type, lay.id, lay.side
+        # equality
+        for rows, jac, p, eqs in _equality_rows(m, d):
+            J = J.at[rows].set(jac)
+            pos = pos.at[rows].set(p)
+            nonempty = jnp.any(jac != 0, axis=(1, 2))  # MuJoCo drops all-zero equalities
+            act = d.eq_active[eqs] & nonempty
+            active = active.at[rows].set(jnp.broadcast_to(act[:, None], rows.shape))
+        # friction loss
+        r = np.nonzero(typ == FRICTION_DOF)[0]
+        if r.size:
+            J = J.at[r, ids[r]].set(1.0)
+            floss = floss.at[r].set(m.dof_frictionloss[ids[r]])
+            active = active.at[r].set(True)
+        r = np.nonzero(typ == FRICTION_TENDON)[0]
+        if r.size:
+            J = J.at[r].set(d.ten_J[ids[r]])
+            floss = floss.at[r].set(m.tendon_frictionloss[ids[r]])
+            active = active.at[r].set(True)
+        # joint limits: scalar joints each side, ball joints as a cone on the rotation angle
+        r = np.nonzero((typ == LIMIT_JOINT) & (side != 0))[0]
+        if r.size:
+            j = ids[r]
+            value = d.qpos[m.jnt_qposadr[j]]
+            rng = m.jnt_range[j]
+            dist = side[r] * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - value)
+            J = J.at[r, m.jnt_dofadr[j]].set(-side[r].astype(dt))
+            pos, margin = pos.at[r].set(dist), margin.at[r].set(m.jnt_margin[j])
+            active = active.at[r].set(dist < m.jnt_margin[j])
+        r = np.nonzero((typ == LIMIT_JOINT) & (side == 0))[0]
+        if r.size:
+            j = ids[r]
+            quat = math.quat_normalize(d.qpos[m.jnt_qposadr[j][:, None] + np.arange(4)])
+            rv = math.quat_to_rotvec(quat)
+            angle = math.safe_norm(rv)
+            axis = rv / jnp.maximum(angle, math.MINVAL)[:, None]
+            axis = jnp.where((angle < math.MINVAL)[:, None], jnp.array([1.0, 0, 0], dt), axis)
+            dist = jnp.max(m.jnt_range[j], axis=-1) - angle
+            J = J.at[r[:, None], m.jnt_dofadr[j][:, None] + np.arange(3)].set(-axis)
+            pos, margin = pos.at[r].set(dist), margin.at[r].set(m.jnt_margin[j])
+            active = active.at[r].set(dist < m.jnt_margin[j])
+        r = np.nonzero(typ == LIMIT_TENDON)[0]
+        if r.size:
+            t = ids[r]
+            rng = m.tendon_range[t]
+            dist = side[r] * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - d.ten_length[t])
+            J = J.at[r].set(-side[r][:, None] * d.ten_J[t])
+            pos, margin = pos.at[r].set(dist), margin.at[r].set(m.tendon_margin[t])
+            active = active.at[r].set(dist < m.tendon_margin[t])
+
+        diag = _diag_approx(m, d, J)
+        R, kbip = _impedance(m, d, pos, margin, diag)
+        return d.replace(
+            efc_J=J,
+            efc_pos=pos,
+            efc_margin=margin,
+            efc_frictionloss=floss,
+            efc_active=active,
+            efc_diagA=diag,
+            efc_R=R,
+            efc_D=1.0 / R,
+            efc_KBIP=kbip,
+        )
+
+
+def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
+    """Approximate diagonal of J M^-1 J' from the model's invweight0 (mj_diagApprox), or the
+    exact diagonal under the `diagexact` enable flag."""
+    lay = m.efc
+    if m.enabled(_ENBL.mjENBL_DIAGEXACT):
+        y = inertia.solve_m(m, d, J.T)  # (nv, nefc)
+        return jnp.sum(J * y.T, axis=1)
+    dt = d.qpos.dtype
+    diag = jnp.zeros(lay.nefc, dt)
+    typ, ids = lay.type, lay.id
+    iw = m.body_invweight0
+    r = np.nonzero(typ == EQUALITY)[0]
+    if r.size:
+        e = ids[r]
+        et = m.eq_type[e]
+        site = m.eq_objtype[e] == OBJ_SITE
+        o1, o2 = m.eq_obj1id[e], m.eq_obj2id[e]
+        b1 = np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1)
+        b2 = np.where(site, m.site_bodyid[np.where(site, o2, 0)], o2)
+        rot = ((et == EQ_WELD) & (r - lay.group[r] > 2)).astype(int)
+        body_w = iw[b1, rot] + iw[b2, rot]
+        two = o2 >= 0
+        o2s = np.where(two, o2, 0)
+        if m.ntendon:
+            t1 = m.tendon_invweight0[np.where(et == EQ_TENDON, o1, 0)]
+            t2 = m.tendon_invweight0[np.where(et == EQ_TENDON, o2s, 0)]
+        else:
+            t1 = t2 = jnp.zeros(r.size, dt)
+        jw1 = m.dof_invweight0[m.jnt_dofadr[np.where(et == EQ_JOINT, o1, 0)]] if m.nv else t1
+        jw2 = m.dof_invweight0[m.jnt_dofadr[np.where(et == EQ_JOINT, o2s, 0)]] if m.nv else t2
+        scalar = jnp.where(et == EQ_JOINT, jw1 + jnp.where(two, jw2, 0.0), t1 + jnp.where(two, t2, 0.0))
+        diag = diag.at[r].set(jnp.where((et == EQ_CONNECT) | (et == EQ_WELD), body_w, scalar))
+    r = np.nonzero(typ == FRICTION_DOF)[0]
+    if r.size:
+        diag = diag.at[r].set(m.dof_invweight0[ids[r]])
+    r = np.nonzero(typ == LIMIT_JOINT)[0]
+    if r.size:
+        diag = diag.at[r].set(m.dof_invweight0[m.jnt_dofadr[ids[r]]])
+    r = np.nonzero((typ == FRICTION_TENDON) | (typ == LIMIT_TENDON))[0]
+    if r.size:
+        diag = diag.at[r].set(m.tendon_invweight0[ids[r]])
+    return diag
+
+
+def _solparams(m: Model, d: Data):
+    """Per-row solref and solimp, sanitised as MuJoCo's getsolparam."""
+    lay = m.efc
+    typ, ids = lay.type, lay.id
+    n = lay.nefc
+    dt = d.qpos.dtype
+    solref = jnp.zeros((n, 2), dt)
+    solimp = jnp.zeros((n, 5), dt)
+    sources = (
+        (EQUALITY, m.eq_solref, m.eq_solimp),
+        (LIMIT_JOINT, m.jnt_solref, m.jnt_solimp),
+        (FRICTION_DOF, m.dof_solref, m.dof_solimp),
+        (LIMIT_TENDON, m.tendon_solref_lim, m.tendon_solimp_lim),
+        (FRICTION_TENDON, m.tendon_solref_fri, m.tendon_solimp_fri),
+    )
+    for t, ref, imp in sources:
+        r = np.nonzero(typ == t)[0]
+        if r.size:
+            solref = solref.at[r].set(ref[ids[r]])
+            solimp = solimp.at[r].set(imp[ids[r]])
+    mixed = (solref[:, 0] > 0) ^ (solref[:, 1] > 0)
+    solref = jnp.where(mixed[:, None], jnp.array(DEFAULT_SOLREF, dt), solref)
+    if not m.disabled(_DSBL.mjDSBL_REFSAFE):
+        solref = solref.at[:, 0].set(
+            jnp.where(solref[:, 0] > 0, jnp.maximum(solref[:, 0], 2 * m.opt.timestep), solref[:, 0])
+        )
+    solimp = jnp.stack(
+        [
+            jnp.clip(solimp[:, 0], MINIMP, MAXIMP),
+            jnp.clip(solimp[:, 1], MINIMP, MAXIMP),
+            jnp.maximum(0.0, solimp[:, 2]),
+            jnp.clip(solimp[:, 3], MINIMP, MAXIMP),
+            jnp.maximum(1.0, solimp[:, 4]),
+        ],
+        -1,
+    )
+    return solref, solimp
+
+
+def _impedance_curve(solimp: jax.Array, pos: jax.Array, margin: jax.Array) -> jax.Array:
+    """MuJoCo's impedance d(r) in [d0, dwidth] of the violation r = |pos - margin| (getimpedance)."""
+    d0, dw, width, mid, power = (solimp[:, k] for k in range(5))
+    flat = (d0 == dw) | (width <= math.MINVAL)
+    x = jnp.abs((pos - margin) / jnp.where(flat, 1.0, width))
+    xc = jnp.clip(x, 1e-300, 1.0)
+    a = 1.0 / jnp.power(mid, power - 1.0)
+    b = 1.0 / jnp.power(1.0 - mid, power - 1.0)
+    y_low = a * jnp.power(xc, power)
+    y_high = 1.0 - b * jnp.power(jnp.maximum(1.0 - xc, 0.0), power)
+    y = jnp.where(power == 1.0, xc, jnp.where(xc <= mid, y_low, y_high))
+    y = jnp.where(x >= 1.0, 1.0, jnp.where(x <= 0.0, 0.0, y))
+    imp = d0 + y * (dw - d0)
+    return jnp.where(flat, 0.5 * (d0 + dw), imp)
+
+
+def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.Array):
+    """Regulariser R and (K, B, imp, 0) per row (mj_makeImpedance)."""
+    lay = m.efc
+    solref, solimp = _solparams(m, d)
+    # connect and weld rows share one impedance, of the norm of their violation
+    group_sq = jax.ops.segment_sum(pos * pos, lay.group, num_segments=lay.nefc)
+    eq_vec = np.zeros(lay.nefc, bool)
+    if m.neq:
+        eq_kind = m.eq_type[np.where(lay.type == EQUALITY, lay.id, 0)]
+        eq_vec = (lay.type == EQUALITY) & np.isin(eq_kind, (EQ_CONNECT, EQ_WELD))
+    ipos = jnp.where(eq_vec, jnp.sqrt(group_sq[lay.group]), pos)
+    imp = _impedance_curve(solimp, ipos, margin)
+    R = jnp.maximum(math.MINVAL, (1.0 - imp) * diag / imp)
+    dmax = solimp[:, 1]
+    friction = (lay.type == FRICTION_DOF) | (lay.type == FRICTION_TENDON)
+    k_std = 1.0 / jnp.maximum(math.MINVAL, dmax * dmax * solref[:, 0] ** 2 * solref[:, 1] ** 2)
+    k_dir = -solref[:, 0] / jnp.maximum(math.MINVAL, dmax * dmax)
+    K = jnp.where(friction, 0.0, jnp.where(solref[:, 0] > 0, k_std, k_dir))
+    B = jnp.where(
+        solref[:, 1] > 0,
+        2.0 / jnp.maximum(math.MINVAL, dmax * solref[:, 0]),
+        -solref[:, 1] / jnp.maximum(math.MINVAL, dmax),
+    )
+    return R, jnp.stack([K, B, imp, jnp.zeros_like(imp)], -1)
+
+
+def reference_constraint(m: Model, d: Data) -> Data:
+    """Constraint velocities and reference accelerations aref = -B v - K imp (pos - margin)."""
+    if m.efc.nefc == 0:
+        return d
+    with jax.named_scope("reference_constraint"):
+        vel = math.matmul(d.efc_J, d.qvel)
+        K, B, imp = d.efc_KBIP[:, 0], d.efc_KBIP[:, 1], d.efc_KBIP[:, 2]
+        aref = -B * vel - K * imp * (d.efc_pos - d.efc_margin)
+        aref = aref - _jdot_v(m, d)
+        return d.replace(efc_vel=vel, efc_aref=aref)
+
+
+def _point_bias(m: Model, d: Data, body, point):
+    """J_dot v of world points fixed to bodies, translational and rotational (mj_jacDot * qvel)."""
+    acc = math.matmul(m.tree.body_dof_anc[body].astype(d.qpos.dtype), d.cdof_dot * d.qvel[:, None])
+    offset = point - d.subtree_com[m.body_rootid[body]]
+    cvel = d.cvel[body]
+    pvel_lin = cvel[:, 3:] - math.cross(offset, cvel[:, :3])
+    trans = acc[:, 3:] + math.cross(acc[:, :3], offset) + math.cross(cvel[:, :3], pvel_lin)
+    return trans, acc[:, :3]
+
+
+def _jdot_v(m: Model, d: Data) -> jax.Array:
+    """The J_dot qvel correction MuJoCo subtracts from aref for connect and weld rows (mj_Jdotv)."""
+    lay = m.efc
+    out = jnp.zeros(lay.nefc, d.qpos.dtype)
+    for kind in (EQ_CONNECT, EQ_WELD):
+        eqs = np.nonzero((m.eq_type == kind) & (lay.eq_row >= 0))[0]
+        if not eqs.size:
+            continue
+        weld = kind == EQ_WELD
+        p1, p2, b1, b2 = _eq_anchors(m, d, eqs, weld)
+        t1, r1 = _point_bias(m, d, b1, p1)
+        t2, r2 = _point_bias(m, d, b2, p2)
+        rows = lay.eq_row[eqs]
+        out = out.at[rows[:, None] + np.arange(3)].set(t1 - t2)
+        if weld:
+            ts = m.eq_data[eqs, 10]
+            q0r, negq1, site = _weld_frames(m, d, eqs, b1, b2)
+            w1, w2 = d.cvel[b1, :3], d.cvel[b2, :3]
+            dw = w1 - w2
+            # quaternion rates 0.5 (0, w) q of the two frames
+            qf0 = q0r if not np.any(~site) else jnp.where(site[:, None], q0r, d.xquat[b1])
+            qdot0 = 0.5 * math.quat_mul(_axis_quat(w1), qf0)
+            qdot0r = jnp.where(site[:, None], qdot0, math.quat_mul(qdot0, m.eq_data[eqs, 6:10]))
+            negqdot1 = math.quat_conj(0.5 * math.quat_mul(_axis_quat(w2), math.quat_conj(negq1)))
+            term1 = math.quat_mul(math.quat_mul(negqdot1, _axis_quat(dw)), q0r)
+            term2 = math.quat_mul(math.quat_mul(negq1, _axis_quat(r1 - r2)), q0r)
+            term3 = math.quat_mul(math.quat_mul(negq1, _axis_quat(dw)), qdot0r)
+            rot = 0.5 * (term1 + term2 + term3)[:, 1:] * ts[:, None]
+            out = out.at[rows[:, None] + 3 + np.arange(3)].set(rot)
+    return out

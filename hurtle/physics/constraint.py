@@ -112,13 +112,21 @@ def jac_point(m: Model, d: Data, body: np.ndarray, point: jax.Array) -> tuple[ja
     return jacp, jacr
 
 
+def _eq_bodies(m: Model, eqs: np.ndarray):
+    """Bodies of the two objects of equalities (sites resolve to their bodies)."""
+    o1, o2 = m.eq_obj1id[eqs], m.eq_obj2id[eqs]
+    site = m.eq_objtype[eqs] == OBJ_SITE
+    if not np.any(site):
+        return o1, o2
+    return np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1), np.where(site, m.site_bodyid[np.where(site, o2, 0)], o2)
+
+
 def _eq_anchors(m: Model, d: Data, eqs: np.ndarray, weld: bool):
     """World anchor points and bodies of connect/weld equalities (mj_equalityAnchors)."""
     o1, o2 = m.eq_obj1id[eqs], m.eq_obj2id[eqs]
     data = m.eq_data[eqs]
     site = m.eq_objtype[eqs] == OBJ_SITE
-    b1 = np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1)
-    b2 = np.where(site, m.site_bodyid[np.where(site, o2, 0)], o2)
+    b1, b2 = _eq_bodies(m, eqs)
     local1, local2 = (data[:, 3:6], data[:, 0:3]) if weld else (data[:, 0:3], data[:, 3:6])
     p1 = d.xpos[o1 * ~site] + math.matvec(d.xmat[o1 * ~site], local1)
     p2 = d.xpos[o2 * ~site] + math.matvec(d.xmat[o2 * ~site], local2)
@@ -236,7 +244,7 @@ def make_constraint(m: Model, d: Data) -> Data:
             j = ids[r]
             value = d.qpos[m.jnt_qposadr[j]]
             rng = m.jnt_range[j]
-            dist = side[r] * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - value)
+            dist = side[r].astype(dt) * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - value)
             J = J.at[r, m.jnt_dofadr[j]].set(-side[r].astype(dt))
             pos, margin = pos.at[r].set(dist), margin.at[r].set(m.jnt_margin[j])
             active = active.at[r].set(dist < m.jnt_margin[j])
@@ -256,8 +264,8 @@ def make_constraint(m: Model, d: Data) -> Data:
         if r.size:
             t = ids[r]
             rng = m.tendon_range[t]
-            dist = side[r] * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - d.ten_length[t])
-            J = J.at[r].set(-side[r][:, None] * d.ten_J[t])
+            dist = side[r].astype(dt) * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - d.ten_length[t])
+            J = J.at[r].set(-side[r].astype(dt)[:, None] * d.ten_J[t])
             pos, margin = pos.at[r].set(dist), margin.at[r].set(m.tendon_margin[t])
             active = active.at[r].set(dist < m.tendon_margin[t])
 
@@ -291,10 +299,8 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
     if r.size:
         e = ids[r]
         et = m.eq_type[e]
-        site = m.eq_objtype[e] == OBJ_SITE
         o1, o2 = m.eq_obj1id[e], m.eq_obj2id[e]
-        b1 = np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1)
-        b2 = np.where(site, m.site_bodyid[np.where(site, o2, 0)], o2)
+        b1, b2 = _eq_bodies(m, e)
         rot = ((et == EQ_WELD) & (r - lay.group[r] > 2)).astype(int)
         body_w = iw[b1, rot] + iw[b2, rot]
         two = o2 >= 0

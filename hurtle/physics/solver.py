@@ -75,7 +75,7 @@ def row_update(rows: _Rows, jar: jax.Array):
     act = rows.active
     return (
         jnp.where(act, force, 0.0),
-        jnp.where(act, state, SATISFIED),
+        jnp.where(act, state, SATISFIED).astype(jnp.int32),
         jnp.where(act, cost, 0.0),
         jnp.where(act & quad, D, 0.0),
     )

@@ -134,13 +134,29 @@ def test_unsupported_features_are_refused_by_name(xml, match):
         hp.load(xml)
 
 
-def test_constraints_refused_at_forward_unless_disabled():
-    xml = _xml("<body><joint name='knee' type='hinge' limited='true' range='-1 1'/><geom size='.1'/></body>")
-    m = hp.load(xml)
-    with pytest.raises(NotImplementedError, match="joint limits.*'knee'"):
+def test_contacts_refused_at_forward_unless_disabled():
+    body = "<body><freejoint/><geom size='.1'/></body><body pos='0 0 1'><freejoint/><geom size='.1'/></body>"
+    m = hp.load(_xml(body))
+    with pytest.raises(NotImplementedError, match="contacts"):
         hp.forward(m, hp.make_data(m))
-    m = hp.load(xml.replace("<option />", "<option><flag constraint='disable'/></option>"))
+    m = hp.load(_xml(body, option="><flag contact='disable'/></option><option"))
     assert np.all(np.isfinite(hp.forward(m, hp.make_data(m)).qacc))
+    # limits and equalities are solved
+    m = hp.load(_xml("<body><joint name='knee' type='hinge' limited='true' range='-1 1'/><geom size='.1'/></body>"))
+    assert np.all(np.isfinite(hp.forward(m, hp.make_data(m)).qacc))
+
+
+def test_unsupported_equality_refused_by_name():
+    xml = _xml(
+        "<body name='a'><freejoint/><geom size='.1'/></body><body name='b' pos='0 0 1'><freejoint/><geom size='.1'/></body>",
+        "<equality><distance name='gap' geom1='ga' geom2='gb'/></equality>",
+    )
+    try:
+        mujoco.MjModel.from_xml_string(xml)
+    except ValueError:
+        pytest.skip("this MuJoCo has no distance equality")
+    with pytest.raises(NotImplementedError, match="gap"):
+        hp.load(xml)
 
 
 def test_refusal_only_when_flags_would_use_the_feature():

@@ -146,19 +146,6 @@ def test_contacts_refused_at_forward_unless_disabled():
     assert np.all(np.isfinite(hp.forward(m, hp.make_data(m)).qacc))
 
 
-def test_unsupported_equality_refused_by_name():
-    xml = _xml(
-        "<body name='a'><freejoint/><geom size='.1'/></body><body name='b' pos='0 0 1'><freejoint/><geom size='.1'/></body>",
-        "<equality><distance name='gap' geom1='ga' geom2='gb'/></equality>",
-    )
-    try:
-        mujoco.MjModel.from_xml_string(xml)
-    except ValueError:
-        pytest.skip("this MuJoCo has no distance equality")
-    with pytest.raises(NotImplementedError, match="gap"):
-        hp.load(xml)
-
-
 def test_refusal_only_when_flags_would_use_the_feature():
     # the ellipsoid fluid model is not used when passive forces are off; noslip needs constraints
     hp.load(

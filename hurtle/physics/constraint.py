@@ -46,8 +46,9 @@ class Layout:
     eq_row: np.ndarray = static_field()  # (neq,) first row of each equality (-1 if none)
 
 
-def build_layout(m: mujoco.MjModel) -> Layout:
-    """Rows for every constraint the model could instantiate under its enabled flags."""
+def build_layout(m: mujoco.MjModel, contact_dims=()) -> Layout:
+    """Rows for every constraint the model could instantiate under its enabled flags; contacts get
+    one row (condim 1) or 2 (condim - 1) pyramid edges per slot of `contact_dims`."""
     dsbl = m.opt.disableflags
     types, ids, sides, groups = [], [], [], []
     eq_row = -np.ones(m.neq, int)
@@ -87,6 +88,12 @@ def build_layout(m: mujoco.MjModel) -> Layout:
                 if m.tendon_limited[t]:
                     add(LIMIT_TENDON, t, 1, side=-1)
                     add(LIMIT_TENDON, t, 1, side=1)
+        if not dsbl & _DSBL.mjDSBL_CONTACT:
+            for i, dim in enumerate(contact_dims):
+                if dim == 1:
+                    add(CONTACT_FRICTIONLESS, i, 1)
+                else:
+                    add(CONTACT_PYRAMIDAL, i, 2 * (int(dim) - 1))
     else:
         ne = nf = 0
     arr = lambda x: np.array(x, dtype=np.int32)  # noqa: E731
@@ -104,8 +111,11 @@ def build_layout(m: mujoco.MjModel) -> Layout:
 
 def jac_point(m: Model, d: Data, body: np.ndarray, point: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Translational and rotational Jacobians (k, 3, nv) of world points fixed to bodies (mj_jac)."""
-    mask = m.tree.body_dof_anc[body][:, None, :]  # (k, 1, nv)
-    offset = point - d.subtree_com[m.body_rootid[body]]  # (k, 3)
+    if isinstance(body, np.ndarray):
+        mask, root = m.tree.body_dof_anc[body][:, None, :], m.body_rootid[body]
+    else:  # traced body ids (contacts)
+        mask, root = jnp.asarray(m.tree.body_dof_anc)[body][:, None, :], jnp.asarray(m.body_rootid)[body]
+    offset = point - d.subtree_com[root]  # (k, 3)
     ang, lin = d.cdof[:, :3].T, d.cdof[:, 3:].T  # (3, nv)
     jacr = jnp.where(mask, ang[None], 0.0)
     jacp = jnp.where(mask, lin[None] + math.cross(ang.T[None], offset[:, None, :]).transpose(0, 2, 1), 0.0)
@@ -118,7 +128,9 @@ def _eq_bodies(m: Model, eqs: np.ndarray):
     site = m.eq_objtype[eqs] == OBJ_SITE
     if not np.any(site):
         return o1, o2
-    return np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1), np.where(site, m.site_bodyid[np.where(site, o2, 0)], o2)
+    return np.where(site, m.site_bodyid[np.where(site, o1, 0)], o1), np.where(
+        site, m.site_bodyid[np.where(site, o2, 0)], o2
+    )
 
 
 def _eq_anchors(m: Model, d: Data, eqs: np.ndarray, weld: bool):
@@ -269,8 +281,18 @@ def make_constraint(m: Model, d: Data) -> Data:
             pos, margin = pos.at[r].set(dist), margin.at[r].set(m.tendon_margin[t])
             active = active.at[r].set(dist < m.tendon_margin[t])
 
+        for rows, jac, slots in _contact_rows(m, d):
+            J = J.at[rows].set(jac)
+            con = d.contact
+            pos = pos.at[rows].set(jnp.broadcast_to(con.dist[slots][:, None], rows.shape))
+            margin = margin.at[rows].set(jnp.broadcast_to(con.includemargin[slots][:, None], rows.shape))
+            act = con.active[slots] & jnp.any(jac != 0, axis=(1, 2))  # MuJoCo skips dof-less contacts
+            active = active.at[rows].set(jnp.broadcast_to(act[:, None], rows.shape))
+
         diag = _diag_approx(m, d, J)
         R, kbip = _impedance(m, d, pos, margin, diag)
+        R = _contact_regulariser(m, d, R)
+        diag = R * kbip[:, 2] / (1.0 - kbip[:, 2])
         return d.replace(
             efc_J=J,
             efc_pos=pos,
@@ -282,6 +304,55 @@ def make_constraint(m: Model, d: Data) -> Data:
             efc_D=1.0 / R,
             efc_KBIP=kbip,
         )
+
+
+def _contact_rows(m: Model, d: Data):
+    """(rows, J, slots) per contact dimension: the normal, or the pyramid edges N +- mu_k T_k."""
+    lay = m.efc
+    con = d.contact
+    out = []
+    for dim in (1, 3, 4, 6):
+        first = np.nonzero(
+            ((lay.type == CONTACT_FRICTIONLESS) | (lay.type == CONTACT_PYRAMIDAL)) & (lay.group == np.arange(lay.nefc))
+        )[0]
+        first = first[m.contact_dim[lay.id[first]] == dim]
+        if not first.size:
+            continue
+        slots = lay.id[first]
+        b1 = jnp.asarray(m.geom_bodyid)[con.geom1[slots]]
+        b2 = jnp.asarray(m.geom_bodyid)[con.geom2[slots]]
+        p = con.pos[slots]
+        jp1, jr1 = jac_point(m, d, b1, p)
+        jp2, jr2 = jac_point(m, d, b2, p)
+        frame = con.frame[slots]
+        # rows: normal, two tangents, then rotations about the normal and the tangents
+        a = jnp.concatenate(
+            [math.einsum("kij,kjv->kiv", frame, jp2 - jp1), math.einsum("kij,kjv->kiv", frame, jr2 - jr1)], 1
+        )
+        if dim == 1:
+            jac = a[:, :1]
+        else:
+            mu = con.friction[slots][:, : dim - 1, None]  # (k, dim-1, 1)
+            edges = jnp.stack([a[:, :1] + mu * a[:, 1:dim], a[:, :1] - mu * a[:, 1:dim]], 2)  # (k, dim-1, 2, nv)
+            jac = edges.reshape(len(slots), 2 * (dim - 1), m.nv)
+        out.append((first[:, None] + np.arange(jac.shape[1]), jac, slots))
+    return out
+
+
+def _contact_regulariser(m: Model, d: Data, R: jax.Array) -> jax.Array:
+    """Frictional contacts: R of the friction directions from impratio, one R for all pyramid edges."""
+    lay = m.efc
+    first = np.nonzero((lay.type == CONTACT_PYRAMIDAL) & (lay.group == np.arange(lay.nefc)))[0]
+    if not first.size:
+        return R
+    slots = lay.id[first]
+    r0 = R[first]
+    r1 = r0 / jnp.maximum(math.MINVAL, m.opt.impratio)
+    mu = d.contact.friction[slots, 0] * jnp.sqrt(r1 / r0)
+    rpy = 2.0 * mu * mu * r0
+    rows = np.nonzero(lay.type == CONTACT_PYRAMIDAL)[0]
+    index = np.searchsorted(first, lay.group[rows])
+    return R.at[rows].set(rpy[index])
 
 
 def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
@@ -323,6 +394,17 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
     r = np.nonzero((typ == FRICTION_TENDON) | (typ == LIMIT_TENDON))[0]
     if r.size:
         diag = diag.at[r].set(m.tendon_invweight0[ids[r]])
+    r = np.nonzero((typ == CONTACT_FRICTIONLESS) | (typ == CONTACT_PYRAMIDAL))[0]
+    if r.size:
+        con = d.contact
+        slot = ids[r]
+        bodies = jnp.asarray(m.geom_bodyid)
+        w1, w2 = iw[bodies[con.geom1[slot]]], iw[bodies[con.geom2[slot]]]
+        tran, rot = w1[:, 0] + w2[:, 0], w1[:, 1] + w2[:, 1]
+        k = (r - lay.group[r]) // 2  # friction direction of each pyramid edge
+        fri = con.friction[slot, np.minimum(k, 4)]
+        edge = tran + fri * fri * jnp.where(k < 2, tran, rot)
+        diag = diag.at[r].set(jnp.where(typ[r] == CONTACT_FRICTIONLESS, tran, edge))
     return diag
 
 
@@ -346,6 +428,10 @@ def _solparams(m: Model, d: Data):
         if r.size:
             solref = solref.at[r].set(ref[ids[r]])
             solimp = solimp.at[r].set(imp[ids[r]])
+    r = np.nonzero((typ == CONTACT_FRICTIONLESS) | (typ == CONTACT_PYRAMIDAL))[0]
+    if r.size:
+        solref = solref.at[r].set(d.contact.solref[ids[r]])
+        solimp = solimp.at[r].set(d.contact.solimp[ids[r]])
     mixed = (solref[:, 0] > 0) ^ (solref[:, 1] > 0)
     solref = jnp.where(mixed[:, None], jnp.array(DEFAULT_SOLREF, dt), solref)
     if not m.disabled(_DSBL.mjDSBL_REFSAFE):

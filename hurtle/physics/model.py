@@ -175,6 +175,13 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
                 refuse(f"the ellipsoid fluid model ({_label(names, 'geom', g)}, fluidshape='ellipsoid')")
 
 
+def _check_contact_dims(m: mujoco.MjModel, dims, source: str) -> None:
+    if any(int(c) not in (1, 3, 4, 6) for c in dims):
+        raise ValueError(f"{source}: contact condim must be 1, 3, 4 or 6, got {list(dims)}")
+    if len(dims) and m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC and any(int(c) > 1 for c in dims):
+        raise NotImplementedError(f"{source}: elliptic friction cones (option cone='elliptic') are not supported yet")
+
+
 def _tree(m: mujoco.MjModel) -> Tree:
     nbody, nv, njnt = m.nbody, m.nv, m.njnt
     parent = m.body_parentid
@@ -261,14 +268,17 @@ def _tree(m: mujoco.MjModel) -> Tree:
     )
 
 
-def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
+def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dims=()) -> Model:
     """Convert a compiled `mujoco.MjModel` into a hurtle `Model`.
 
+    `contact_dims` gives `Data.contact` a static capacity, one slot per entry with that condim
+    (1, 3, 4 or 6); until collision detection lands, such slots are filled by the caller.
     Raises NotImplementedError, naming the element, for a feature the engine does not support yet.
     """
     m = mj_model
     names = _names(m)
     _check_supported(m, names, source)
+    _check_contact_dims(m, contact_dims, source)
     fdt = float_dtype()
 
     def f(x: Any) -> jax.Array:
@@ -439,12 +449,13 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>") -> Model:
         eq_obj2id=i(m.eq_obj2id),
         eq_objtype=i(m.eq_objtype),
         eq_active0=b(m.eq_active0),
-        ncon_max=0,
+        ncon_max=len(contact_dims),
+        contact_dim=np.array(contact_dims, dtype=np.int32).reshape(-1),
         has_gravcomp=bool(np.any(m.body_gravcomp)),
         has_dof_damping=bool(np.any(m.dof_damping > 0)),
         has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),
         tree=_tree(m),
-        efc=build_layout(m),
+        efc=build_layout(m, contact_dims),
         names=names,
         source=source,
     )
@@ -454,7 +465,8 @@ def constraint_features(m: Model) -> list[str]:
     """Constraint features the model uses that the engine cannot solve yet (contacts, until #4)."""
     if m.disabled(_DSBL.mjDSBL_CONSTRAINT):
         return []
-    if not m.disabled(_DSBL.mjDSBL_CONTACT) and (m.npair or _may_collide(m)):
+    # contacts in caller-filled slots (ncon_max > 0) are solved; collision itself comes with #4
+    if not m.disabled(_DSBL.mjDSBL_CONTACT) and m.ncon_max == 0 and (m.npair or _may_collide(m)):
         return ["contacts"]
     return []
 

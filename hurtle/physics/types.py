@@ -223,6 +223,7 @@ class Model:
     eq_objtype: np.ndarray = static_field()
     eq_active0: np.ndarray = static_field()
     ncon_max: int = static_field()  # static capacity of Data.contact
+    contact_dim: np.ndarray = static_field()  # (ncon_max,) condim of each contact slot
     # decisions taken from parameter values when the model was built (randomising a parameter away
     # from zero does not switch the feature on)
     has_gravcomp: bool = static_field()
@@ -253,7 +254,12 @@ class Contact:
 
     dist: jax.Array
     pos: jax.Array
-    frame: jax.Array
+    frame: jax.Array  # (n, 3, 3): normal in the first row, as MuJoCo
+    includemargin: jax.Array
+    friction: jax.Array  # (n, 5): tangent, tangent, torsional, rolling, rolling
+    solref: jax.Array
+    solreffriction: jax.Array
+    solimp: jax.Array
     geom1: jax.Array
     geom2: jax.Array
     active: jax.Array

@@ -128,3 +128,33 @@ def compare(model: hp.Model, ours: hp.Data, mj_model, mj_datas, fields=FORWARD_F
 def assert_parity(worst: dict, tol: float = TOL, label: str = ""):
     bad = {f: e for f, e in worst.items() if not e <= tol}
     assert not bad, f"{label}: fields beyond {tol:g}: " + ", ".join(f"{f}={e:.2e}" for f, e in bad.items())
+
+
+def contacts_from_mujoco(model: hp.Model, d: hp.Data, mj_data: mujoco.MjData) -> hp.Data:
+    """`d` with the contacts MuJoCo detected copied into its slots (for testing contact rows)."""
+    n = model.ncon_max
+    cons = [mj_data.contact[i] for i in range(mj_data.ncon)]
+    assert len(cons) <= n
+    dt = d.qpos.dtype
+
+    def field(name, shape, fill=0.0, dtype=None):
+        out = np.full((n,) + shape, fill, dtype=dtype or np.float64)
+        for i, c in enumerate(cons):
+            out[i] = np.reshape(getattr(c, name), shape)
+        return jnp.asarray(out, dtype or dt)
+
+    contact = d.contact.replace(
+        dist=field("dist", ()),
+        pos=field("pos", (3,)),
+        frame=field("frame", (3, 3)),
+        includemargin=field("includemargin", ()),
+        friction=field("friction", (5,), 1.0),
+        solref=field("solref", (2,)),
+        solreffriction=field("solreffriction", (2,)),
+        solimp=field("solimp", (5,)),
+        geom1=field("geom1", (), 0, np.int32),
+        geom2=field("geom2", (), 0, np.int32),
+        active=jnp.asarray(np.arange(n) < len(cons))
+        & jnp.asarray([c.exclude == 0 for c in cons] + [False] * (n - len(cons))),
+    )
+    return d.replace(contact=contact)

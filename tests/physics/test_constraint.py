@@ -87,7 +87,9 @@ def _assets():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _assets(), ids=lambda p: f"{os.path.basename(os.path.dirname(p))}/{os.path.basename(p)}")
+@pytest.mark.parametrize(
+    "path", _assets(), ids=lambda p: f"{os.path.basename(os.path.dirname(p))}/{os.path.basename(p)}"
+)
 def test_gymnasium_and_dm_control_with_contacts_disabled(path):
     mm = mujoco.MjModel.from_xml_path(path)
     mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
@@ -200,3 +202,66 @@ def test_fixed_iteration_mode_gradients_are_finite():
     fixed = jax.jit(hp.forward)(model.replace(opt=model.opt.replace(iterations=50)), d0)
     adaptive = jax.jit(hp.forward)(hp.from_mujoco(mm), d0)
     np.testing.assert_allclose(fixed.qacc, adaptive.qacc, rtol=1e-6, atol=1e-6)
+
+
+def _settled_contacts(mm, seed=0, nsteps=200):
+    """MuJoCo's state and contacts after bodies fell onto the floor."""
+    md = mujoco.MjData(mm)
+    md.qvel[:] = np.random.default_rng(seed).standard_normal(mm.nv) * 0.5
+    for _ in range(nsteps):
+        mujoco.mj_step(mm, md)
+    mujoco.mj_forward(mm, md)
+    return md
+
+
+def _contact_paths():
+    paths = [os.path.join(MODELS, "contacts.xml")]
+    try:
+        import gymnasium
+
+        root = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+        paths += [os.path.join(root, f) for f in ("ant.xml", "humanoid.xml", "walker2d.xml")]
+    except ImportError:
+        pass
+    return paths
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("path", _contact_paths(), ids=os.path.basename)
+def test_contact_rows_match_mujoco(path, solver):
+    """Pyramidal contact rows for contacts copied from MuJoCo's collision (ours lands in #4)."""
+    mm = _tight(mujoco.MjModel.from_xml_path(path), solver)
+    mm.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    md = _settled_contacts(mm)
+    dims = [c.dim for c in md.contact[: md.ncon]]
+    assert md.ncon > 0
+    model = hp.from_mujoco(mm, contact_dims=dims)
+    d = P.contacts_from_mujoco(model, hp.from_mjdata(model, md, mm), md)
+    out = jax.jit(hp.forward)(model, d)
+    act = np.asarray(out.efc_active)
+    assert act.sum() == md.nefc
+    np.testing.assert_array_equal(model.efc.type[act], md.efc_type[: md.nefc])
+    np.testing.assert_array_equal(model.efc.id[act], md.efc_id[: md.nefc])
+    worst = {
+        "qacc": P.rel_error(out.qacc, md.qacc),
+        "qfrc_constraint": P.rel_error(out.qfrc_constraint, md.qfrc_constraint),
+        "efc_force": P.rel_error(np.asarray(out.efc_force)[act], md.efc_force),
+        "efc_R": P.rel_error(np.asarray(out.efc_R)[act], md.efc_R),
+        "efc_aref": P.rel_error(np.asarray(out.efc_aref)[act], md.efc_aref),
+    }
+    P.assert_parity(worst, tol=TOL, label=os.path.basename(path))
+    if path.endswith("contacts.xml"):
+        assert set(dims) == {1, 3, 4, 6}
+
+
+def test_elliptic_cones_refused_by_name():
+    mm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml"))
+    mm.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    with pytest.raises(NotImplementedError, match="elliptic"):
+        hp.from_mujoco(mm, contact_dims=[3])
+
+
+def test_models_that_collide_are_refused_until_collision_lands():
+    model = hp.from_mujoco(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")))
+    with pytest.raises(NotImplementedError, match="contacts"):
+        hp.forward(model, hp.make_data(model))

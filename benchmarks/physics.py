@@ -40,13 +40,22 @@ def _asset(spec: str) -> str:
     return spec
 
 
-def _mj_model(spec: str):
+MODE = {"smooth": "constraint", "nocontact": "contact"}  # what each --mode disables
+MODE_TEXT = {
+    "smooth": "Constraint flag disabled in every engine (smooth dynamics only).",
+    "nocontact": "Contact flag disabled in every engine: joint limits, equalities and friction loss are solved "
+    "with each model's own solver settings (hurtle solves PGS models with Newton).",
+}
+
+
+def _mj_model(spec: str, mode: str = "smooth"):
     import mujoco
 
     mm = mujoco.MjModel.from_xml_path(_asset(spec))
-    mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    # without constraints the solver is never called; MJX refuses PGS by name, so name Newton
-    mm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    mm.opt.disableflags |= getattr(mujoco.mjtDisableBit, f"mjDSBL_{MODE[mode].upper()}")
+    if mode == "smooth":
+        # without constraints the solver is never called; MJX refuses PGS by name, so name Newton
+        mm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     return mm
 
 
@@ -57,51 +66,58 @@ def _controls(mm, batch: int, seed: int = 0) -> np.ndarray:
     return rng.uniform(lo, hi, size=(batch, mm.nu))
 
 
-def _time_jax(step_fn, model, data, nsteps: int, repeats: int) -> tuple[float, float]:
-    """(compile + first call seconds, steps per second) of nsteps batched steps in one lax.scan."""
+def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
+    """Compile + first call seconds, steps per second of nsteps batched steps in one lax.scan, and
+    the mean solver iterations per step when `niter(data)` reads them."""
     import jax
+    import jax.numpy as jnp
 
     def rollout(m, d):
         def body(d, _):
-            return jax.vmap(step_fn, in_axes=(None, 0))(m, d), None
+            d = jax.vmap(step_fn, in_axes=(None, 0))(m, d)
+            return d, jnp.mean(niter(d)) if niter else 0.0
 
-        return jax.lax.scan(body, d, None, length=nsteps)[0]
+        d, iters = jax.lax.scan(body, d, None, length=nsteps)
+        return d, jnp.mean(iters)
 
     run = jax.jit(rollout)
     t0 = time.perf_counter()
-    out = run(model, data)
+    out, iters = run(model, data)
     jax.block_until_ready(out)
     compile_s = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = run(model, out)
+        out, iters = run(model, out)
         jax.block_until_ready(out)
         times.append(time.perf_counter() - t0)
     batch = jax.tree.leaves(data)[0].shape[0]
-    return compile_s, batch * nsteps / statistics.median(times)
+    res = {"compile_s": compile_s, "steps_per_s": batch * nsteps / statistics.median(times)}
+    if niter:
+        res["solver_iters"] = float(iters)
+    return res
 
 
-def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int):
+def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
     import jax
     import jax.numpy as jnp
 
     import hurtle.physics as hp
 
-    mm = _mj_model(spec)
+    mm = _mj_model(spec, mode)
     model = hp.from_mujoco(mm, source=spec)
     d = hp.make_data(model)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
     data = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d).replace(ctrl=ctrl)
-    return _time_jax(hp.step, model, data, nsteps, repeats)
+    return _time_jax(hp.step, model, data, nsteps, repeats, niter=lambda d: d.solver_niter)
 
 
-def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int):
+def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
     import jax
     import jax.numpy as jnp
     from mujoco import mjx
 
-    mm = _mj_model(spec)
+    mm = _mj_model(spec, mode)
     mx = mjx.put_model(mm)
     d = mjx.make_data(mx)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
@@ -109,11 +125,12 @@ def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int):
     return _time_jax(mjx.step, mx, data, nsteps, repeats)
 
 
-def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int):
+def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
     """MuJoCo C on all threads (mujoco.batch.Batch); compile time is the Batch's creation."""
+    import mujoco
     from mujoco import batch as mjbatch
 
-    mm = _mj_model(spec)
+    mm = _mj_model(spec, mode)
     t0 = time.perf_counter()
     b = mjbatch.Batch(mm, batch, nthread=0)
     b.bind("ctrl")[...] = _controls(mm, batch)
@@ -124,7 +141,18 @@ def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int):
         t0 = time.perf_counter()
         b.step(nstep=nsteps)
         times.append(time.perf_counter() - t0)
-    return setup_s, batch * nsteps / statistics.median(times)
+    # MuJoCo's solver iterations per step (all islands), from one simulation with the same controls
+    d = mujoco.MjData(mm)
+    d.ctrl[:] = _controls(mm, 1)[0]
+    iters = []
+    for _ in range(nsteps):
+        mujoco.mj_step(mm, d)
+        iters.append(int(np.sum(d.solver_niter)))
+    return {
+        "compile_s": setup_s,
+        "steps_per_s": batch * nsteps / statistics.median(times),
+        "solver_iters": float(np.mean(iters)),
+    }
 
 
 ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx, "mujoco": bench_mujoco}
@@ -194,13 +222,19 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="JAX engines' precision")
     p.add_argument("--timeout", type=int, default=900, help="seconds per engine and model")
+    p.add_argument(
+        "--mode",
+        choices=sorted(MODE),
+        default="smooth",
+        help="smooth: constraint flag disabled; nocontact: limits, equalities and friction loss on, contacts off",
+    )
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.worker:
-        compile_s, sps = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats)
-        print("RESULT " + json.dumps({"compile_s": compile_s, "steps_per_s": sps}))
+        res = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats, args.mode)
+        print("RESULT " + json.dumps(res))
         return
 
     specs = args.models.split(",")
@@ -216,11 +250,11 @@ def main(argv=None):
 
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: batch {args.batch}, {args.nsteps} steps per call, {args.dtype}",
-        f"Machine: {_machine()}. Constraint flag disabled in every engine (smooth dynamics only).\n",
+        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}\n",
         "| model | "
         + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
-        + " | hurtle/mjx speed | hurtle/mjx compile | hurtle/mujoco speed |",
-        "|---|" + "---|---|" * len(engines) + "---|---|---|",
+        + " | hurtle/mjx speed | hurtle/mjx compile | hurtle/mujoco speed | solver iters hurtle / mujoco |",
+        "|---|" + "---|---|" * len(engines) + "---|---|---|---|",
     ]
     notes = []
     for spec, res in rows:
@@ -232,6 +266,8 @@ def main(argv=None):
                 notes.append(f"- {spec} / {e}: {r['error']}")
         h, x, c = res.get("hurtle", {}), res.get("mjx", {}), res.get("mujoco", {})
         cells += [_ratio(h, x, "steps_per_s"), _ratio(h, x, "compile_s"), _ratio(h, c, "steps_per_s")]
+        its = [f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—" for r in (h, c)]
+        cells.append(" / ".join(its))
         lines.append(f"| {spec} | " + " | ".join(cells) + " |")
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)

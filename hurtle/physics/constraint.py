@@ -28,6 +28,7 @@ SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
 # mjtEq
 EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = 0, 1, 2, 3
 OBJ_SITE = 6
+_CONTACTS = (CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC)
 MINIMP, MAXIMP = 0.0001, 0.9999
 DEFAULT_SOLREF = (0.02, 1.0)
 
@@ -89,9 +90,12 @@ def build_layout(m: mujoco.MjModel, contact_dims=()) -> Layout:
                     add(LIMIT_TENDON, t, 1, side=-1)
                     add(LIMIT_TENDON, t, 1, side=1)
         if not dsbl & _DSBL.mjDSBL_CONTACT:
+            elliptic = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
             for i, dim in enumerate(contact_dims):
                 if dim == 1:
                     add(CONTACT_FRICTIONLESS, i, 1)
+                elif elliptic:
+                    add(CONTACT_ELLIPTIC, i, int(dim))
                 else:
                     add(CONTACT_PYRAMIDAL, i, 2 * (int(dim) - 1))
     else:
@@ -284,8 +288,10 @@ def make_constraint(m: Model, d: Data) -> Data:
         for rows, jac, slots in _contact_rows(m, d):
             J = J.at[rows].set(jac)
             con = d.contact
-            pos = pos.at[rows].set(jnp.broadcast_to(con.dist[slots][:, None], rows.shape))
-            margin = margin.at[rows].set(jnp.broadcast_to(con.includemargin[slots][:, None], rows.shape))
+            normal_only = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # elliptic: pos on the normal row only
+            keep = (np.arange(rows.shape[1]) == 0) | (not normal_only)
+            pos = pos.at[rows].set(jnp.where(keep, con.dist[slots][:, None], 0.0))
+            margin = margin.at[rows].set(jnp.where(keep, con.includemargin[slots][:, None], 0.0))
             act = con.active[slots] & jnp.any(jac != 0, axis=(1, 2))  # MuJoCo skips dof-less contacts
             active = active.at[rows].set(jnp.broadcast_to(act[:, None], rows.shape))
 
@@ -312,9 +318,7 @@ def _contact_rows(m: Model, d: Data):
     con = d.contact
     out = []
     for dim in (1, 3, 4, 6):
-        first = np.nonzero(
-            ((lay.type == CONTACT_FRICTIONLESS) | (lay.type == CONTACT_PYRAMIDAL)) & (lay.group == np.arange(lay.nefc))
-        )[0]
+        first = np.nonzero(np.isin(lay.type, _CONTACTS) & (lay.group == np.arange(lay.nefc)))[0]
         first = first[m.contact_dim[lay.id[first]] == dim]
         if not first.size:
             continue
@@ -331,6 +335,8 @@ def _contact_rows(m: Model, d: Data):
         )
         if dim == 1:
             jac = a[:, :1]
+        elif m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC:
+            jac = a[:, :dim]
         else:
             mu = con.friction[slots][:, : dim - 1, None]  # (k, dim-1, 1)
             edges = jnp.stack([a[:, :1] + mu * a[:, 1:dim], a[:, :1] - mu * a[:, 1:dim]], 2)  # (k, dim-1, 2, nv)
@@ -340,8 +346,18 @@ def _contact_rows(m: Model, d: Data):
 
 
 def _contact_regulariser(m: Model, d: Data, R: jax.Array) -> jax.Array:
-    """Frictional contacts: R of the friction directions from impratio, one R for all pyramid edges."""
+    """Frictional contacts: R of the friction directions from impratio, one R for all pyramid edges;
+    elliptic cones scale each friction direction's R by its friction coefficient."""
     lay = m.efc
+    ell = np.nonzero((lay.type == CONTACT_ELLIPTIC) & (lay.group != np.arange(lay.nefc)))[0]
+    if ell.size:
+        first = lay.group[ell]
+        j = ell - first  # 1 .. dim-1
+        r1 = R[first] / jnp.maximum(math.MINVAL, m.opt.impratio)
+        fr = d.contact.friction[lay.id[ell]]
+        f0 = fr[:, 0]
+        fj = fr[np.arange(ell.size), j - 1]
+        R = R.at[ell].set(jnp.where(j == 1, r1, r1 * f0 * f0 / (fj * fj)))
     first = np.nonzero((lay.type == CONTACT_PYRAMIDAL) & (lay.group == np.arange(lay.nefc)))[0]
     if not first.size:
         return R
@@ -394,7 +410,7 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
     r = np.nonzero((typ == FRICTION_TENDON) | (typ == LIMIT_TENDON))[0]
     if r.size:
         diag = diag.at[r].set(m.tendon_invweight0[ids[r]])
-    r = np.nonzero((typ == CONTACT_FRICTIONLESS) | (typ == CONTACT_PYRAMIDAL))[0]
+    r = np.nonzero(np.isin(typ, _CONTACTS))[0]
     if r.size:
         con = d.contact
         slot = ids[r]
@@ -404,7 +420,9 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
         k = (r - lay.group[r]) // 2  # friction direction of each pyramid edge
         fri = con.friction[slot, np.minimum(k, 4)]
         edge = tran + fri * fri * jnp.where(k < 2, tran, rot)
-        diag = diag.at[r].set(jnp.where(typ[r] == CONTACT_FRICTIONLESS, tran, edge))
+        ell = jnp.where(r - lay.group[r] < 3, tran, rot)
+        val = jnp.where(typ[r] == CONTACT_FRICTIONLESS, tran, jnp.where(typ[r] == CONTACT_ELLIPTIC, ell, edge))
+        diag = diag.at[r].set(val)
     return diag
 
 
@@ -428,10 +446,16 @@ def _solparams(m: Model, d: Data):
         if r.size:
             solref = solref.at[r].set(ref[ids[r]])
             solimp = solimp.at[r].set(imp[ids[r]])
-    r = np.nonzero((typ == CONTACT_FRICTIONLESS) | (typ == CONTACT_PYRAMIDAL))[0]
+    r = np.nonzero(np.isin(typ, _CONTACTS))[0]
     if r.size:
         solref = solref.at[r].set(d.contact.solref[ids[r]])
         solimp = solimp.at[r].set(d.contact.solimp[ids[r]])
+        # elliptic friction rows use solreffriction when it is set (a mixed sign counts as unset)
+        fr = r[(typ[r] == CONTACT_ELLIPTIC) & (r != lay.group[r])]
+        if fr.size:
+            srf = d.contact.solreffriction[ids[fr]]
+            use = ((srf[:, 0] != 0) | (srf[:, 1] != 0)) & ~((srf[:, 0] > 0) ^ (srf[:, 1] > 0))
+            solref = solref.at[fr].set(jnp.where(use[:, None], srf, solref[fr]))
     mixed = (solref[:, 0] > 0) ^ (solref[:, 1] > 0)
     solref = jnp.where(mixed[:, None], jnp.array(DEFAULT_SOLREF, dt), solref)
     if not m.disabled(_DSBL.mjDSBL_REFSAFE):
@@ -477,11 +501,13 @@ def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.A
     if m.neq:
         eq_kind = m.eq_type[np.where(lay.type == EQUALITY, lay.id, 0)]
         eq_vec = (lay.type == EQUALITY) & np.isin(eq_kind, (EQ_CONNECT, EQ_WELD))
-    ipos = jnp.where(eq_vec, jnp.sqrt(group_sq[lay.group]), pos)
-    imp = _impedance_curve(solimp, ipos, margin)
+    contact = np.isin(lay.type, _CONTACTS)
+    ipos = jnp.where(eq_vec, jnp.sqrt(group_sq[lay.group]), jnp.where(contact, pos[lay.group], pos))
+    imp = _impedance_curve(solimp, ipos, jnp.where(contact, margin[lay.group], margin))
     R = jnp.maximum(math.MINVAL, (1.0 - imp) * diag / imp)
     dmax = solimp[:, 1]
     friction = (lay.type == FRICTION_DOF) | (lay.type == FRICTION_TENDON)
+    friction = friction | ((lay.type == CONTACT_ELLIPTIC) & (lay.group != np.arange(lay.nefc)))
     k_std = 1.0 / jnp.maximum(math.MINVAL, dmax * dmax * solref[:, 0] ** 2 * solref[:, 1] ** 2)
     k_dir = -solref[:, 0] / jnp.maximum(math.MINVAL, dmax * dmax)
     K = jnp.where(friction, 0.0, jnp.where(solref[:, 0] > 0, k_std, k_dir))

@@ -178,8 +178,6 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
 def _check_contact_dims(m: mujoco.MjModel, dims, source: str) -> None:
     if any(int(c) not in (1, 3, 4, 6) for c in dims):
         raise ValueError(f"{source}: contact condim must be 1, 3, 4 or 6, got {list(dims)}")
-    if len(dims) and m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC and any(int(c) > 1 for c in dims):
-        raise NotImplementedError(f"{source}: elliptic friction cones (option cone='elliptic') are not supported yet")
 
 
 def _tree(m: mujoco.MjModel) -> Tree:

@@ -22,6 +22,8 @@ import numpy as np
 
 from hurtle.physics import inertia, math
 from hurtle.physics.constraint import (
+    CONE,
+    CONTACT_ELLIPTIC,
     EQUALITY,
     FRICTION_DOF,
     FRICTION_TENDON,
@@ -37,6 +39,14 @@ SOL_CG = 1
 LS_FIXED_STEPS = 8  # line-search Newton steps in fixed-iteration mode
 
 
+class _Cones(NamedTuple):
+    """Elliptic contacts of one condim: their rows, friction coefficients and regularised mu."""
+
+    idx: np.ndarray  # (k, dim) rows of each contact
+    friction: jax.Array  # (k, dim-1)
+    mu: jax.Array  # (k,)
+
+
 class _Rows(NamedTuple):
     """Per-row constants of the cost: regularisers, friction bounds, kinds and the active mask."""
 
@@ -45,17 +55,86 @@ class _Rows(NamedTuple):
     floss: jax.Array
     eq: np.ndarray
     fric: np.ndarray
+    elliptic: np.ndarray
     active: jax.Array
+    cones: tuple
 
 
 def _rows(m: Model, d: Data) -> _Rows:
-    typ = m.efc.type
+    lay = m.efc
+    typ = lay.type
     fric = (typ == FRICTION_DOF) | (typ == FRICTION_TENDON)
-    return _Rows(d.efc_D, d.efc_R, d.efc_frictionloss, typ == EQUALITY, fric, d.efc_active)
+    cones = []
+    first = np.nonzero((typ == CONTACT_ELLIPTIC) & (lay.group == np.arange(lay.nefc)))[0]
+    for dim in (3, 4, 6):
+        f = first[m.contact_dim[lay.id[first]] == dim]
+        if f.size:
+            slots = lay.id[f]
+            friction = d.contact.friction[slots, : dim - 1]
+            mu = friction[:, 0] * jnp.sqrt(d.efc_R[f + 1] / d.efc_R[f])
+            cones.append(_Cones(f[:, None] + np.arange(dim), friction, mu))
+    return _Rows(
+        d.efc_D, d.efc_R, d.efc_frictionloss, typ == EQUALITY, fric, typ == CONTACT_ELLIPTIC, d.efc_active, tuple(cones)
+    )
+
+
+def _cone_update(c: _Cones, D: jax.Array, active: jax.Array, jar: jax.Array):
+    """Elliptic cones (MuJoCo's top, bottom and middle zones): force, state, cost, Hessian blocks."""
+    jc = jar[c.idx]  # (k, dim)
+    dc = D[c.idx]
+    mu, fr = c.mu, c.friction
+    u0 = jc[:, 0] * mu
+    u = jc[:, 1:] * fr
+    t = math.safe_norm(u)
+    top = (u0 >= mu * t) | ((t <= 0) & (u0 >= 0))
+    bottom = ~top & ((mu * u0 + t <= 0) | ((t <= 0) & (u0 < 0)))
+    middle = ~top & ~bottom
+    ts = jnp.where(t > 0, t, 1.0)
+    dm = dc[:, 0] / (mu * mu * (1 + mu * mu))
+    nmt = u0 - mu * t
+    f0 = -dm * nmt * mu
+    f_mid = jnp.concatenate([f0[:, None], -f0[:, None] / ts[:, None] * u * fr], -1)
+    force = jnp.where(bottom[:, None], -dc * jc, jnp.where(middle[:, None], f_mid, 0.0))
+    cost = jnp.where(bottom, 0.5 * jnp.sum(dc * jc * jc, -1), jnp.where(middle, 0.5 * dm * nmt * nmt, 0.0))
+    state = jnp.where(bottom, QUADRATIC, jnp.where(middle, CONE, SATISFIED))
+    # cone Hessian in the middle zone, scaled by diag(mu, friction) on both sides
+    dim = c.idx.shape[1]
+    h = jnp.zeros((len(mu), dim, dim), jar.dtype)
+    h = h.at[:, 0, 0].set(1.0)
+    h = h.at[:, 0, 1:].set(-(mu / ts)[:, None] * u)
+    h = h.at[:, 1:, 0].set(-(mu / ts)[:, None] * u)
+    inner = (mu * u0 / ts**3)[:, None, None] * u[:, :, None] * u[:, None, :]
+    inner = inner + (mu * mu - mu * u0 / ts)[:, None, None] * jnp.eye(dim - 1, dtype=jar.dtype)
+    h = h.at[:, 1:, 1:].set(inner)
+    sc = jnp.concatenate([mu[:, None], fr], -1)
+    h = dm[:, None, None] * sc[:, :, None] * h * sc[:, None, :]
+    hq = jax.vmap(jnp.diag)(dc)
+    h = jnp.where(bottom[:, None, None], hq, jnp.where(middle[:, None, None], h, 0.0))
+    act = active[c.idx[:, 0]]
+    return (
+        jnp.where(act[:, None], force, 0.0),
+        jnp.where(act[:, None], state[:, None], SATISFIED),
+        jnp.where(act, cost, 0.0),
+        jnp.where(act[:, None, None], h, 0.0),
+    )
 
 
 def row_update(rows: _Rows, jar: jax.Array):
-    """Force, state, cost and Hessian weight of every row at jar = J qacc - aref."""
+    """Force, state, cost, diagonal Hessian weight of every row, and elliptic cone Hessian blocks,
+    at jar = J qacc - aref."""
+    force, state, cost, hw = _scalar_update(rows, jar)
+    blocks = []
+    for c in rows.cones:
+        f, st, co, h = _cone_update(c, rows.D, rows.active, jar)
+        force = force.at[c.idx].set(f)
+        state = state.at[c.idx].set(st.astype(jnp.int32))
+        cost = cost.at[c.idx[:, 0]].set(co)
+        blocks.append((c.idx, h))
+    return force, state, cost, hw, tuple(blocks)
+
+
+def _scalar_update(rows: _Rows, jar: jax.Array):
+    """Rows other than elliptic cones: equality, friction loss, limits, pyramidal contacts."""
     D, R, fl = rows.D, rows.R, rows.floss
     quad_cost = 0.5 * D * jar * jar
     force = -D * jar
@@ -72,7 +151,7 @@ def row_update(rows: _Rows, jar: jax.Array):
     )
     state = jnp.where(neg, LINEARNEG, jnp.where(pos, LINEARPOS, jnp.where(sat, SATISFIED, QUADRATIC)))
     quad = ~(neg | pos | sat)
-    act = rows.active
+    act = rows.active & ~rows.elliptic
     return (
         jnp.where(act, force, 0.0),
         jnp.where(act, state, SATISFIED).astype(jnp.int32),
@@ -94,19 +173,22 @@ def _eval(ctx: _Ctx, qacc: jax.Array):
     """Cost, gradient, row forces, states and Hessian weights at qacc."""
     Ma = math.matmul(ctx.M, qacc)
     jar = math.matmul(ctx.J, qacc) - ctx.aref
-    force, state, rcost, hw = row_update(ctx.rows, jar)
+    force, state, rcost, hw, blocks = row_update(ctx.rows, jar)
     gauss = 0.5 * jnp.dot(Ma - ctx.qfrc_smooth, qacc - ctx.qacc_smooth)
     grad = Ma - ctx.qfrc_smooth - math.matmul(ctx.J.T, force)
-    return gauss + jnp.sum(rcost), grad, force, state, hw
+    return gauss + jnp.sum(rcost), grad, force, state, (hw, blocks)
 
 
 def _line_derivs(ctx: _Ctx, qacc, p, Mp, Jp, alpha):
     """First and second derivative of the cost along qacc + alpha p."""
     Ma = math.matmul(ctx.M, qacc) + alpha * Mp
     jar = math.matmul(ctx.J, qacc) - ctx.aref + alpha * Jp
-    force, _, _, hw = row_update(ctx.rows, jar)
+    force, _, _, hw, blocks = row_update(ctx.rows, jar)
     g = jnp.dot(p, Ma - ctx.qfrc_smooth) - jnp.dot(force, Jp)
     h = jnp.dot(p, Mp) + jnp.dot(hw, Jp * Jp)
+    for idx, hb in blocks:
+        jpc = Jp[idx]
+        h = h + jnp.sum(jpc * jnp.einsum("kij,kj->ki", hb, jpc))
     return g, h
 
 
@@ -167,9 +249,13 @@ def solve(m: Model, d: Data) -> Data:
             qacc = jnp.where(cw < cs, d.qacc_warmstart, d.qacc_smooth)
         cost, grad, _, _, hw = _eval(ctx, qacc)
 
-        def precondition(grad, hw):
+        def precondition(grad, hess):
             if newton:
+                hw, blocks = hess
                 H = ctx.M + math.matmul(ctx.J.T * hw, ctx.J)
+                for idx, hb in blocks:
+                    jc = ctx.J[idx]  # (k, dim, nv)
+                    H = H + math.einsum("kiv,kij,kjw->vw", jc, hb, jc)
                 cho = jax.scipy.linalg.cho_factor(H, lower=True)
                 return jax.scipy.linalg.cho_solve(cho, grad)
             return inertia.solve_m(m, d, grad)

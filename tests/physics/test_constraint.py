@@ -226,12 +226,13 @@ def _contact_paths():
     return paths
 
 
+@pytest.mark.parametrize("cone", ["PYRAMIDAL", "ELLIPTIC"])
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("path", _contact_paths(), ids=os.path.basename)
-def test_contact_rows_match_mujoco(path, solver):
-    """Pyramidal contact rows for contacts copied from MuJoCo's collision (ours lands in #4)."""
+def test_contact_rows_match_mujoco(path, solver, cone):
+    """Contact rows for contacts copied from MuJoCo's collision (ours lands in #4)."""
     mm = _tight(mujoco.MjModel.from_xml_path(path), solver)
-    mm.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    mm.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone}")
     md = _settled_contacts(mm)
     dims = [c.dim for c in md.contact[: md.ncon]]
     assert md.ncon > 0
@@ -252,13 +253,6 @@ def test_contact_rows_match_mujoco(path, solver):
     P.assert_parity(worst, tol=TOL, label=os.path.basename(path))
     if path.endswith("contacts.xml"):
         assert set(dims) == {1, 3, 4, 6}
-
-
-def test_elliptic_cones_refused_by_name():
-    mm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml"))
-    mm.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-    with pytest.raises(NotImplementedError, match="elliptic"):
-        hp.from_mujoco(mm, contact_dims=[3])
 
 
 def test_models_that_collide_are_refused_until_collision_lands():

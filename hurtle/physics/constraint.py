@@ -165,6 +165,15 @@ def _weld_frames(m: Model, d: Data, eqs: np.ndarray, b1, b2):
     return q0r, math.quat_conj(q1), site
 
 
+def _connect_weld(m: Model, d: Data):
+    """Each kind of connect/weld equality with rows: (weld?, ids, anchor1, anchor2, body1, body2)."""
+    for kind in (EQ_CONNECT, EQ_WELD):
+        eqs = np.nonzero((m.eq_type == kind) & (m.efc.eq_row >= 0))[0]
+        if eqs.size:
+            weld = kind == EQ_WELD
+            yield (weld, eqs, *_eq_anchors(m, d, eqs, weld))
+
+
 def _axis_quat(v):
     return jnp.concatenate([jnp.zeros_like(v[..., :1]), v], -1)
 
@@ -175,12 +184,7 @@ def _equality_rows(m: Model, d: Data):
     out = []
     eq_type = m.eq_type
     has_rows = lay.eq_row >= 0
-    for kind in (EQ_CONNECT, EQ_WELD):
-        eqs = np.nonzero((eq_type == kind) & has_rows)[0]
-        if not eqs.size:
-            continue
-        weld = kind == EQ_WELD
-        p1, p2, b1, b2 = _eq_anchors(m, d, eqs, weld)
+    for weld, eqs, p1, p2, b1, b2 in _connect_weld(m, d):
         jp1, jr1 = jac_point(m, d, b1, p1)
         jp2, jr2 = jac_point(m, d, b2, p2)
         jac = jp1 - jp2
@@ -230,6 +234,10 @@ def make_constraint(m: Model, d: Data) -> Data:
         return d
     with jax.named_scope("make_constraint"):
         dt = d.qpos.dtype
+        if m.ncon_max and m.enabled(_ENBL.mjENBL_OVERRIDE):
+            # MuJoCo's global contact friction override (mj_assignFriction)
+            fr = jnp.broadcast_to(jnp.maximum(1e-5, m.opt.o_friction), d.contact.friction.shape)
+            d = d.replace(contact=d.contact.replace(friction=fr))
         J = jnp.zeros((n, nv), dt)
         pos = jnp.zeros(n, dt)
         margin = jnp.zeros(n, dt)
@@ -450,6 +458,9 @@ def _solparams(m: Model, d: Data):
     if r.size:
         solref = solref.at[r].set(d.contact.solref[ids[r]])
         solimp = solimp.at[r].set(d.contact.solimp[ids[r]])
+        if m.enabled(_ENBL.mjENBL_OVERRIDE):  # MuJoCo's global contact overrides
+            solref = solref.at[r].set(jnp.broadcast_to(m.opt.o_solref, (r.size, 2)))
+            solimp = solimp.at[r].set(jnp.broadcast_to(m.opt.o_solimp, (r.size, 5)))
         # elliptic friction rows use solreffriction when it is set (a mixed sign counts as unset)
         fr = r[(typ[r] == CONTACT_ELLIPTIC) & (r != lay.group[r])]
         if fr.size:
@@ -545,12 +556,7 @@ def _jdot_v(m: Model, d: Data) -> jax.Array:
     """The J_dot qvel correction MuJoCo subtracts from aref for connect and weld rows (mj_Jdotv)."""
     lay = m.efc
     out = jnp.zeros(lay.nefc, d.qpos.dtype)
-    for kind in (EQ_CONNECT, EQ_WELD):
-        eqs = np.nonzero((m.eq_type == kind) & (lay.eq_row >= 0))[0]
-        if not eqs.size:
-            continue
-        weld = kind == EQ_WELD
-        p1, p2, b1, b2 = _eq_anchors(m, d, eqs, weld)
+    for weld, eqs, p1, p2, b1, b2 in _connect_weld(m, d):
         t1, r1 = _point_bias(m, d, b1, p1)
         t2, r2 = _point_bias(m, d, b2, p2)
         rows = lay.eq_row[eqs]

@@ -113,6 +113,19 @@ def batched(fn):
     return jax.jit(jax.vmap(fn, in_axes=(None, 0)))
 
 
+def forward_at_random_states(mm: mujoco.MjModel, nstates: int = 2, seed: int = 0, source: str = "<mjModel>"):
+    """hurtle's batched forward and MuJoCo's mj_forward at the same random states.
+
+    Returns (model, hurtle's batched Data, MuJoCo's MjData list)."""
+    model = hp.from_mujoco(mm, source=source)
+    rng = np.random.default_rng(seed)
+    mjds = [random_state(mm, rng) for _ in range(nstates)]
+    batch = batch_data(model, mm, mjds)
+    for d in mjds:
+        mujoco.mj_forward(mm, d)
+    return model, batched(hp.forward)(model, batch), mjds
+
+
 def compare(model: hp.Model, ours: hp.Data, mj_model, mj_datas, fields=FORWARD_FIELDS, index=None):
     """Relative errors of each field for each state of a batch; returns {field: worst error}."""
     worst = {}

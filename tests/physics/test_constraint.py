@@ -30,13 +30,7 @@ def _tight(mm, solver):
 
 def constrained_parity(mm, nstates=2, seed=0):
     """Worst relative errors of qacc, qfrc_constraint and efc_force (active rows, in MuJoCo's order)."""
-    model = hp.from_mujoco(mm)
-    rng = np.random.default_rng(seed)
-    mjds = [P.random_state(mm, rng) for _ in range(nstates)]
-    batch = P.batch_data(model, mm, mjds)
-    for d in mjds:
-        mujoco.mj_forward(mm, d)
-    out = P.batched(hp.forward)(model, batch)
+    model, out, mjds = P.forward_at_random_states(mm, nstates, seed)
     worst = P.compare(model, out, mm, mjds, fields=("qacc", "qfrc_constraint", "qacc_smooth"))
     worst["efc_force"] = 0.0
     nrows = 0
@@ -259,3 +253,19 @@ def test_models_that_collide_are_refused_until_collision_lands():
     model = hp.from_mujoco(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")))
     with pytest.raises(NotImplementedError, match="contacts"):
         hp.forward(model, hp.make_data(model))
+
+
+def test_contact_override_flag():
+    """With `override`, contacts take opt.o_solref, o_solimp and o_friction, whatever their own."""
+    mm = _tight(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")), "NEWTON")
+    mm.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_OVERRIDE
+    mm.opt.o_solref[:] = [0.05, 0.7]
+    mm.opt.o_solimp[:] = [0.7, 0.9, 0.01, 0.3, 2]
+    mm.opt.o_friction[:] = [0.6, 0.6, 0.01, 0.001, 0.001]
+    md = _settled_contacts(mm)
+    model = hp.from_mujoco(mm, contact_dims=[c.dim for c in md.contact[: md.ncon]])
+    d = P.contacts_from_mujoco(model, hp.from_mjdata(model, md, mm), md)
+    scrambled = d.contact.replace(solref=d.contact.solref * 3.0, friction=d.contact.friction * 0.5)
+    out = jax.jit(hp.forward)(model, d.replace(contact=scrambled))
+    assert P.rel_error(out.qacc, md.qacc) <= TOL
+    assert P.rel_error(out.qfrc_constraint, md.qfrc_constraint) <= TOL

@@ -20,13 +20,7 @@ def _forward_parity(path_or_model, nstates=3, seed=0, tweak=None):
     mm = mujoco.MjModel.from_xml_path(path_or_model) if isinstance(path_or_model, str) else path_or_model
     if tweak:
         tweak(mm)
-    model = hp.from_mujoco(mm, source=str(path_or_model))
-    rng = np.random.default_rng(seed)
-    mjds = [P.random_state(mm, rng) for _ in range(nstates)]
-    batch = P.batch_data(model, mm, mjds)
-    for d in mjds:
-        mujoco.mj_forward(mm, d)
-    out = P.batched(hp.forward)(model, batch)
+    model, out, mjds = P.forward_at_random_states(mm, nstates, seed, source=str(path_or_model))
     return P.compare(model, out, mm, mjds)
 
 

@@ -44,7 +44,7 @@ MODE = {"smooth": "constraint", "nocontact": "contact"}  # what each --mode disa
 MODE_TEXT = {
     "smooth": "Constraint flag disabled in every engine (smooth dynamics only).",
     "nocontact": "Contact flag disabled in every engine: joint limits, equalities and friction loss are solved "
-    "with each model's own solver settings (hurtle solves PGS models with Newton).",
+    "with each model's own solver settings, except that PGS models use Newton in every engine.",
 }
 
 
@@ -53,8 +53,9 @@ def _mj_model(spec: str, mode: str = "smooth"):
 
     mm = mujoco.MjModel.from_xml_path(_asset(spec))
     mm.opt.disableflags |= getattr(mujoco.mjtDisableBit, f"mjDSBL_{MODE[mode].upper()}")
-    if mode == "smooth":
-        # without constraints the solver is never called; MJX refuses PGS by name, so name Newton
+    if mode == "smooth" or mm.opt.solver == mujoco.mjtSolver.mjSOL_PGS:
+        # without constraints the solver is never called; MJX refuses PGS by name and hurtle solves
+        # PGS models with Newton, so every engine is given Newton there
         mm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
     return mm
 

@@ -27,7 +27,9 @@ import numpy as np
 
 
 def _asset(spec: str) -> str:
-    """'gym:ant' -> gymnasium's ant.xml, 'dmc:humanoid' -> dm_control's suite humanoid.xml."""
+    """'gym:ant' -> gymnasium's ant.xml, 'dmc:humanoid' -> dm_control's suite humanoid.xml; else a path."""
+    if ":" not in spec:
+        return spec
     kind, name = spec.split(":")
     if kind == "gym":
         import gymnasium

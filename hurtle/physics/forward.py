@@ -15,23 +15,14 @@ import numpy as np
 
 from hurtle.physics import dynamics, inertia, math, solver
 from hurtle.physics.actuation import actuation, actuator_velocity, next_activation, transmission
+from hurtle.physics.collision import collision
 from hurtle.physics.constraint import make_constraint, reference_constraint
 from hurtle.physics.kinematics import com_pos, kinematics
-from hurtle.physics.model import constraint_features
 from hurtle.physics.tendon import tendon, tendon_velocity
 from hurtle.physics.types import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4, JNT_BALL, JNT_FREE, Data, Model
 
 _DSBL = mujoco.mjtDisableBit
 _ENBL = mujoco.mjtEnableBit
-
-
-def _check_constraints(m: Model) -> None:
-    feats = constraint_features(m)
-    if feats:
-        raise NotImplementedError(
-            f"{m.source}: the model has {', '.join(feats)}; hurtle's collision detection is not built yet. "
-            "Disable them (e.g. <flag contact='disable'/>) to simulate without contacts."
-        )
 
 
 def fwd_position(m: Model, d: Data) -> Data:
@@ -40,6 +31,7 @@ def fwd_position(m: Model, d: Data) -> Data:
     d = tendon(m, d)
     d = inertia.crb(m, d)
     d = inertia.factor_m(m, d)
+    d = collision(m, d)
     d = make_constraint(m, d)
     d = transmission(m, d)
     return d
@@ -110,7 +102,6 @@ def energy(m: Model, d: Data) -> jax.Array:
 
 def forward(m: Model, d: Data) -> Data:
     """Forward dynamics: every quantity of `d` that depends on its state, and `qacc` (mj_forward)."""
-    _check_constraints(m)
     d = fwd_position(m, d)
     d = fwd_velocity(m, d)
     if m.enabled(_ENBL.mjENBL_ENERGY):

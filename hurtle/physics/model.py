@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 
 from hurtle.physics import types
+from hurtle.physics.collision import build_groups
 from hurtle.physics.constraint import build_layout
 from hurtle.physics.types import Model, Option, Tree
 
@@ -266,16 +267,21 @@ def _tree(m: mujoco.MjModel) -> Tree:
     )
 
 
-def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dims=()) -> Model:
+def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dims=None) -> Model:
     """Convert a compiled `mujoco.MjModel` into a hurtle `Model`.
 
-    `contact_dims` gives `Data.contact` a static capacity, one slot per entry with that condim
-    (1, 3, 4 or 6); until collision detection lands, such slots are filled by the caller.
+    Contacts come from hurtle's collision detection, with a fixed number of slots per candidate geom
+    pair. `contact_dims` instead declares caller-filled slots (one per entry, with that condim) and
+    turns collision detection off: for contacts computed elsewhere, such as MuJoCo's.
     Raises NotImplementedError, naming the element, for a feature the engine does not support yet.
     """
     m = mj_model
     names = _names(m)
     _check_supported(m, names, source)
+    if contact_dims is None:
+        groups, contact_dims = build_groups(m, names, source)
+    else:
+        groups = ()
     _check_contact_dims(m, contact_dims, source)
     fdt = float_dtype()
 
@@ -382,6 +388,12 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dim
         eq_solimp=f(m.eq_solimp),
         body_invweight0=f(m.body_invweight0),
         stat_meaninertia=f(m.stat.meaninertia),
+        pair_solref=f(m.pair_solref),
+        pair_solreffriction=f(m.pair_solreffriction),
+        pair_solimp=f(m.pair_solimp),
+        pair_friction=f(m.pair_friction),
+        pair_margin=f(m.pair_margin),
+        pair_gap=f(m.pair_gap),
         nq=int(m.nq),
         nv=int(m.nv),
         nu=int(m.nu),
@@ -454,39 +466,7 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dim
         has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),
         tree=_tree(m),
         efc=build_layout(m, contact_dims),
+        collision=groups,
         names=names,
         source=source,
     )
-
-
-def constraint_features(m: Model) -> list[str]:
-    """Constraint features the model uses that the engine cannot solve yet (contacts, until #4)."""
-    if m.disabled(_DSBL.mjDSBL_CONSTRAINT):
-        return []
-    # contacts in caller-filled slots (ncon_max > 0) are solved; collision itself comes with #4
-    if not m.disabled(_DSBL.mjDSBL_CONTACT) and m.ncon_max == 0 and (m.npair or _may_collide(m)):
-        return ["contacts"]
-    return []
-
-
-def _may_collide(m: Model) -> bool:
-    """Whether any geom pair passes MuJoCo's contype/conaffinity, weld and parent filters."""
-    ct, ca, body = m.geom_contype, m.geom_conaffinity, m.geom_bodyid
-    weld = m.body_weldid[body]
-    filterparent = not m.disabled(_DSBL.mjDSBL_FILTERPARENT)
-    for g1 in range(m.ngeom):
-        for g2 in range(g1 + 1, m.ngeom):
-            if not ((ct[g1] & ca[g2]) or (ct[g2] & ca[g1])):
-                continue
-            if weld[g1] == weld[g2]:
-                continue
-            b1, b2 = weld[g1], weld[g2]
-            if (
-                filterparent
-                and b1
-                and b2
-                and (m.body_weldid[m.body_parentid[b1]] == b2 or m.body_weldid[m.body_parentid[b2]] == b1)
-            ):
-                continue
-            return True
-    return False

@@ -156,6 +156,12 @@ class Model:
     eq_solimp: jax.Array
     body_invweight0: jax.Array
     stat_meaninertia: jax.Array
+    pair_solref: jax.Array
+    pair_solreffriction: jax.Array
+    pair_solimp: jax.Array
+    pair_friction: jax.Array
+    pair_margin: jax.Array
+    pair_gap: jax.Array
     # -- sizes and structure (static) --
     nq: int = static_field()
     nv: int = static_field()
@@ -231,6 +237,7 @@ class Model:
     has_frictionloss: bool = static_field()
     tree: Tree = static_field()
     efc: Any = static_field()  # constraint row layout (hurtle.physics.constraint.Layout)
+    collision: tuple = static_field()  # candidate geom pairs by type pair (collision.PairGroup)
     names: dict = static_field()  # {"body": (...), "joint": (...), ...} element names, "" if unnamed
     source: str = static_field()  # file the model came from, or "<mjModel>"
 

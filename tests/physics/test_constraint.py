@@ -249,23 +249,6 @@ def test_contact_rows_match_mujoco(path, solver, cone):
         assert set(dims) == {1, 3, 4, 6}
 
 
-def test_models_that_collide_are_refused_until_collision_lands():
-    model = hp.from_mujoco(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")))
-    with pytest.raises(NotImplementedError, match="contacts"):
-        hp.forward(model, hp.make_data(model))
-
-
-def test_contact_override_flag():
-    """With `override`, contacts take opt.o_solref, o_solimp and o_friction, whatever their own."""
-    mm = _tight(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")), "NEWTON")
-    mm.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_OVERRIDE
-    mm.opt.o_solref[:] = [0.05, 0.7]
-    mm.opt.o_solimp[:] = [0.7, 0.9, 0.01, 0.3, 2]
-    mm.opt.o_friction[:] = [0.6, 0.6, 0.01, 0.001, 0.001]
-    md = _settled_contacts(mm)
-    model = hp.from_mujoco(mm, contact_dims=[c.dim for c in md.contact[: md.ncon]])
-    d = P.contacts_from_mujoco(model, hp.from_mjdata(model, md, mm), md)
-    scrambled = d.contact.replace(solref=d.contact.solref * 3.0, friction=d.contact.friction * 0.5)
-    out = jax.jit(hp.forward)(model, d.replace(contact=scrambled))
-    assert P.rel_error(out.qacc, md.qacc) <= TOL
-    assert P.rel_error(out.qfrc_constraint, md.qfrc_constraint) <= TOL
+def test_collision_pairs_not_supported_yet_are_refused_by_name():
+    with pytest.raises(NotImplementedError, match="cylinder and a box"):
+        hp.from_mujoco(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")))

@@ -1,0 +1,394 @@
+"""Collision detection: candidate pairs decided when the model is built, a branch-free narrow phase.
+
+Every geom pair that can ever touch (contype/conaffinity, weld and parent filters, `<exclude>`,
+explicit `<pair>`s) gets a fixed number of contact slots, grouped by geometry-type pair so that each
+narrow-phase function runs once, vectorised over its group. At run time a pair's slots are marked
+active or not; nothing is skipped with a Python branch on state.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from hurtle.physics import math
+from hurtle.physics.dataclass import pytree_dataclass, static_field
+from hurtle.physics.types import Data, Model
+
+_DSBL = mujoco.mjtDisableBit
+_ENBL = mujoco.mjtEnableBit
+PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = 0, 1, 2, 3, 4, 5, 6, 7
+_NAMES = {
+    PLANE: "plane",
+    HFIELD: "hfield",
+    SPHERE: "sphere",
+    CAPSULE: "capsule",
+    ELLIPSOID: "ellipsoid",
+    CYLINDER: "cylinder",
+    BOX: "box",
+    MESH: "mesh",
+    8: "sdf",
+}
+
+
+@pytree_dataclass
+class PairGroup:
+    """Candidate pairs of one geometry-type pair (static)."""
+
+    types: tuple = static_field()  # (type1, type2), type1 <= type2
+    geom1: np.ndarray = static_field()
+    geom2: np.ndarray = static_field()
+    ipair: np.ndarray = static_field()  # explicit <pair> index or -1
+    condim: np.ndarray = static_field()
+    slot: np.ndarray = static_field()  # (k, ncon) contact slots of each pair
+
+
+def _weld_parent(m: mujoco.MjModel, w: int) -> int:
+    return int(m.body_weldid[m.body_parentid[w]])
+
+
+def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
+    """(geom1, geom2, ipair) of every pair MuJoCo's collision could ever test, in its order."""
+    if m.opt.disableflags & (_DSBL.mjDSBL_CONSTRAINT | _DSBL.mjDSBL_CONTACT):
+        return []
+    filterparent = not m.opt.disableflags & _DSBL.mjDSBL_FILTERPARENT
+    excluded = set(int(s) for s in m.exclude_signature)
+    explicit = {}
+    for k in range(m.npair):
+        g1, g2 = int(m.pair_geom1[k]), int(m.pair_geom2[k])
+        explicit[(min(g1, g2), max(g1, g2))] = k
+    pairs = []
+    for g1 in range(m.ngeom):
+        for g2 in range(g1 + 1, m.ngeom):
+            key = (g1, g2)
+            if key in explicit:
+                pairs.append((g1, g2, explicit.pop(key)))
+                continue
+            ct1, ca1, ct2, ca2 = m.geom_contype[g1], m.geom_conaffinity[g1], m.geom_contype[g2], m.geom_conaffinity[g2]
+            if not (ct1 & ca2) and not (ct2 & ca1):
+                continue
+            b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+            w1, w2 = int(m.body_weldid[b1]), int(m.body_weldid[b2])
+            if w1 == w2 or (m.body_dofnum[w1] == 0 and m.body_dofnum[w2] == 0):
+                continue
+            if filterparent and w1 and w2 and (w1 == _weld_parent(m, w2) or w2 == _weld_parent(m, w1)):
+                continue
+            lo, hi = min(b1, b2), max(b1, b2)
+            if (lo << 16) + hi in excluded:
+                continue
+            pairs.append((g1, g2, -1))
+    pairs += [(min(k_), max(k_), v) for k_, v in explicit.items()]
+    out = []
+    for g1, g2, ip in pairs:
+        if m.geom_type[g1] > m.geom_type[g2]:
+            g1, g2 = g2, g1
+        out.append((g1, g2, ip))
+    return out
+
+
+def _max_contacts(t1: int, t2: int) -> int | None:
+    return {
+        (PLANE, SPHERE): 1,
+        (PLANE, CAPSULE): 2,
+        (PLANE, BOX): 4,
+        (PLANE, CYLINDER): 4,
+        (SPHERE, SPHERE): 1,
+        (SPHERE, CAPSULE): 1,
+        (CAPSULE, CAPSULE): 2,
+    }.get((t1, t2))
+
+
+def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
+    if ipair >= 0:
+        return int(m.pair_dim[ipair])
+    p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
+    if p1 != p2:
+        return int(m.geom_condim[g1] if p1 > p2 else m.geom_condim[g2])
+    return int(max(m.geom_condim[g1], m.geom_condim[g2]))
+
+
+def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np.ndarray]:
+    """Pair groups and the condim of every contact slot; refuses unsupported pairs by name."""
+    groups = {}
+    for g1, g2, ip in candidate_pairs(m):
+        t = (int(m.geom_type[g1]), int(m.geom_type[g2]))
+        if _max_contacts(*t) is None:
+            label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
+            raise NotImplementedError(
+                f"{source}: collisions between a {_NAMES.get(t[0], t[0])} and a {_NAMES.get(t[1], t[1])} "
+                f"({label(g1)}, {label(g2)}) are not supported by hurtle yet"
+            )
+        groups.setdefault(t, []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
+    out, dims, nslot = [], [], 0
+    for t in sorted(groups):
+        rows = groups[t]
+        n = _max_contacts(*t)
+        slot = nslot + np.arange(len(rows) * n).reshape(len(rows), n)
+        nslot += slot.size
+        arr = np.array(rows, dtype=np.int32)
+        dims += [c for *_, c in rows for _ in range(n)]
+        out.append(PairGroup(types=t, geom1=arr[:, 0], geom2=arr[:, 1], ipair=arr[:, 2], condim=arr[:, 3], slot=slot))
+    return tuple(out), np.array(dims, dtype=np.int32)
+
+
+# --- narrow phase: each returns (dist, pos, normal, tangent, valid) with a leading contact axis ---
+
+
+def _plane_sphere(n, p1, p2, r2, margin):
+    cdist = math.dot(p2 - p1, n)
+    dist = cdist - r2
+    pos = p2 - n * (dist / 2 + r2)[..., None]
+    return dist, pos, cdist <= margin + r2
+
+
+def plane_sphere(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    n = mat1[..., :, 2]
+    dist, pos, ok = _plane_sphere(n, pos1, pos2, size2[..., 0], margin)
+    return dist[:, None], pos[:, None], n[:, None], jnp.zeros_like(pos)[:, None], ok[:, None]
+
+
+def plane_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    n = mat1[..., :, 2]
+    axis = mat2[..., :, 2]
+    seg = axis * size2[..., 1:2]
+    d1, q1, ok1 = _plane_sphere(n, pos1, pos2 + seg, size2[..., 0], margin)
+    d2, q2, ok2 = _plane_sphere(n, pos1, pos2 - seg, size2[..., 0], margin)
+    st = lambda a, b: jnp.stack([a, b], 1)  # noqa: E731
+    return st(d1, d2), st(q1, q2), st(n, n), st(axis, axis), st(ok1, ok2)
+
+
+def plane_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    n = mat1[..., :, 2]
+    dist = math.dot(pos2 - pos1, n)
+    signs = np.array([[(i & 1) * 2 - 1, (i & 2) - 1, (i & 4) // 2 - 1] for i in range(8)], dtype=np.float64)
+    local = signs[None] * size2[:, None, :]  # (k, 8, 3)
+    corner = jnp.einsum("kij,kcj->kci", mat2, local)
+    ldist = jnp.einsum("kci,ki->kc", corner, n)
+    ok = (dist[:, None] + ldist <= margin) & (ldist <= 0)
+    cdist = dist[:, None] + ldist
+    cpos = corner + pos2[:, None] - n[:, None] * (cdist / 2)[..., None]
+    # the first four qualifying corners, in MuJoCo's corner order
+    rank = jnp.cumsum(ok, axis=1) - 1
+    pick = ok[:, None, :] & (rank[:, None, :] == np.arange(4)[None, :, None])  # (k, 4, 8)
+    sel = lambda x: jnp.einsum("kjc,kc...->kj...", pick.astype(x.dtype), x)  # noqa: E731
+    valid = jnp.any(pick, -1)
+    z = jnp.zeros((len(dist), 4, 3), pos2.dtype)
+    return sel(cdist), sel(cpos), jnp.broadcast_to(n[:, None], z.shape), z, valid
+
+
+def plane_cylinder(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    n = mat1[..., :, 2]
+    axis = mat2[..., :, 2]
+    prjaxis = math.dot(n, axis)
+    flip = prjaxis > 0
+    axis = jnp.where(flip[:, None], -axis, axis)
+    prjaxis = jnp.where(flip, -prjaxis, prjaxis)
+    dist0 = math.dot(pos2 - pos1, n)
+    vec = axis * prjaxis[:, None] - n
+    len_sqr = math.dot(vec, vec)
+    r, h = size2[:, 0], size2[:, 1]
+    general = len_sqr >= math.MINVAL * math.MINVAL
+    vec = jnp.where(
+        general[:, None], vec * (r / jnp.sqrt(jnp.where(general, len_sqr, 1.0)))[:, None], mat2[..., :, 0] * r[:, None]
+    )
+    prjvec = math.dot(vec, n)
+    axis = axis * h[:, None]
+    prjaxis = prjaxis * h
+    d1 = dist0 + prjaxis + prjvec
+    d2 = dist0 - prjaxis + prjvec
+    prjvec1 = -prjvec * 0.5
+    d3 = dist0 + prjaxis + prjvec1
+    ok1 = d1 <= margin
+    ok2 = ok1 & (d2 <= margin)
+    ok3 = ok1 & (d3 <= margin)
+    vec1 = math.normalize(math.cross(vec, axis)) * (r * np.sqrt(3.0) / 2)[:, None]
+    p1 = pos2 + vec + axis - n * (d1 / 2)[:, None]
+    p2 = pos2 + vec - axis - n * (d2 / 2)[:, None]
+    pa = pos2 + vec1 + axis - vec * 0.5 - n * (d3 / 2)[:, None]
+    pb = pos2 - vec1 + axis - vec * 0.5 - n * (d3 / 2)[:, None]
+    st = lambda *a: jnp.stack(a, 1)  # noqa: E731
+    zero = jnp.zeros_like(pos2)
+    return st(d1, d2, d3, d3), st(p1, p2, pa, pb), st(n, n, n, n), st(zero, zero, zero, zero), st(ok1, ok2, ok3, ok3)
+
+
+def _sphere_sphere(p1, z1, r1, p2, z2, r2, margin):
+    dif = p2 - p1
+    dsq = math.dot(dif, dif)
+    ok = dsq <= (margin + r1 + r2) ** 2
+    length = math.safe_norm(dif)
+    dist = length - r1 - r2
+    fallback = math.cross(z1, z2)
+    fb_len = math.safe_norm(fallback)
+    fallback = jnp.where(
+        (fb_len < math.MINVAL)[..., None],
+        jnp.array([1.0, 0, 0], p1.dtype),
+        fallback / jnp.maximum(fb_len, math.MINVAL)[..., None],
+    )
+    normal = jnp.where((length < math.MINVAL)[..., None], fallback, dif / jnp.maximum(length, math.MINVAL)[..., None])
+    pos = p1 + normal * (r1 + dist / 2)[..., None]
+    return dist, pos, normal, ok
+
+
+def sphere_sphere(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    d, p, n, ok = _sphere_sphere(pos1, mat1[..., :, 2], size1[:, 0], pos2, mat2[..., :, 2], size2[:, 0], margin)
+    return d[:, None], p[:, None], n[:, None], jnp.zeros_like(p)[:, None], ok[:, None]
+
+
+def sphere_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    axis = mat2[..., :, 2]
+    x = jnp.clip(math.dot(axis, pos1 - pos2), -size2[:, 1], size2[:, 1])
+    near = pos2 + axis * x[:, None]
+    d, p, n, ok = _sphere_sphere(pos1, mat1[..., :, 2], size1[:, 0], near, axis, size2[:, 0], margin)
+    return d[:, None], p[:, None], n[:, None], jnp.zeros_like(p)[:, None], ok[:, None]
+
+
+def capsule_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    z1, z2 = mat1[..., :, 2], mat2[..., :, 2]
+    a1, a2 = z1 * size1[:, 1:2], z2 * size2[:, 1:2]
+    dif = pos1 - pos2
+    ma, mb, mc = math.dot(a1, a1), -math.dot(a1, a2), math.dot(a2, a2)
+    u, v = -math.dot(a1, dif), math.dot(a2, dif)
+    det = ma * mc - mb * mb
+    general = jnp.abs(det) >= math.MINVAL
+    sdet = jnp.where(general, det, 1.0)
+    x1 = (mc * u - mb * v) / sdet
+    x2 = (ma * v - mb * u) / sdet
+    x2 = jnp.where(x1 > 1, (v - mb) / mc, jnp.where(x1 < -1, (v + mb) / mc, x2))
+    x1 = jnp.clip(x1, -1, 1)
+    x1 = jnp.where(x2 > 1, jnp.clip((u - mb) / ma, -1, 1), jnp.where(x2 < -1, jnp.clip((u + mb) / ma, -1, 1), x1))
+    x2 = jnp.clip(x2, -1, 1)
+    r1, r2 = size1[:, 0], size2[:, 0]
+
+    def test(s1, s2):
+        return _sphere_sphere(pos1 + a1 * s1[:, None], z1, r1, pos2 + a2 * s2[:, None], z2, r2, margin)
+
+    gen = test(x1, x2)
+    one = jnp.ones_like(u)
+    # parallel axes: end points of each segment against the other, the first two that touch
+    cands = [
+        test(one, jnp.clip((v - mb) / mc, -1, 1)),
+        test(-one, jnp.clip((v + mb) / mc, -1, 1)),
+        test(jnp.clip((u - mb) / ma, -1, 1), one),
+        test(jnp.clip((u + mb) / ma, -1, 1), -one),
+    ]
+    okc = jnp.stack([c[3] for c in cands], 1)
+    rank = jnp.cumsum(okc, axis=1) - 1
+    pick = okc[:, None, :] & (rank[:, None, :] == np.arange(2)[None, :, None])  # (k, 2, 4)
+    stacked = [jnp.stack([c[i] for c in cands], 1) for i in range(3)]
+    sel = lambda x: jnp.einsum("kjc,kc...->kj...", pick.astype(x.dtype), x)  # noqa: E731
+    par = [sel(x) for x in stacked] + [jnp.any(pick, -1)]
+    out = []
+    for i in range(4):
+        first = jnp.where(general.reshape((-1,) + (1,) * (gen[i].ndim - 1)), gen[i], par[i][:, 0])
+        second = jnp.where(
+            general.reshape((-1,) + (1,) * (par[i].ndim - 2)), jnp.zeros_like(par[i][:, 1]), par[i][:, 1]
+        )
+        out.append(jnp.stack([first, second], 1))
+    dist, pos, normal, ok = out
+    return dist, pos, normal, jnp.zeros_like(pos), ok
+
+
+_FUNCS = {
+    (PLANE, SPHERE): plane_sphere,
+    (PLANE, CAPSULE): plane_capsule,
+    (PLANE, BOX): plane_box,
+    (PLANE, CYLINDER): plane_cylinder,
+    (SPHERE, SPHERE): sphere_sphere,
+    (SPHERE, CAPSULE): sphere_capsule,
+    (CAPSULE, CAPSULE): capsule_capsule,
+}
+
+
+def make_frame(normal: jax.Array, tangent: jax.Array) -> jax.Array:
+    """Contact frame with the normal in the first row (mju_makeFrame)."""
+    x = math.normalize(normal)
+    default = jnp.where(
+        (jnp.abs(x[..., 1]) < 0.5)[..., None], jnp.array([0.0, 1, 0], x.dtype), jnp.array([0.0, 0, 1], x.dtype)
+    )
+    y = jnp.where((math.dot(tangent, tangent) < 0.25)[..., None], default, tangent)
+    y = math.normalize(y - x * math.dot(x, y)[..., None])
+    return jnp.stack([x, y, math.cross(x, y)], -2)
+
+
+def _params(m: Model, g: PairGroup):
+    """Mixed contact parameters of a group's pairs (mj_contactParam, or the explicit pair's)."""
+    g1, g2 = g.geom1, g.geom2
+    p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
+    s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
+    both = (s1 >= math.MINVAL) & (s2 >= math.MINVAL)
+    mix = jnp.where(
+        both,
+        s1 / jnp.where(both, s1 + s2, 1.0),
+        jnp.where((s1 < math.MINVAL) & (s2 < math.MINVAL), 0.5, jnp.where(s1 < math.MINVAL, 0.0, 1.0)),
+    )
+    r1, r2 = m.geom_solref[g1], m.geom_solref[g2]
+    standard = (r1[:, 0] > 0) & (r2[:, 0] > 0)
+    solref = jnp.where(standard[:, None], mix[:, None] * r1 + (1 - mix[:, None]) * r2, jnp.minimum(r1, r2))
+    solimp = mix[:, None] * m.geom_solimp[g1] + (1 - mix[:, None]) * m.geom_solimp[g2]
+    fri = jnp.maximum(m.geom_friction[g1], m.geom_friction[g2])
+    hi1, hi2 = (p1 > p2)[:, None], (p1 < p2)[:, None]
+    solref = jnp.where(hi1, r1, jnp.where(hi2, r2, solref))
+    solimp = jnp.where(hi1, m.geom_solimp[g1], jnp.where(hi2, m.geom_solimp[g2], solimp))
+    fri = jnp.where(hi1, m.geom_friction[g1], jnp.where(hi2, m.geom_friction[g2], fri))
+    friction = fri[:, np.array([0, 0, 1, 2, 2])]
+    margin = m.geom_margin[g1] + m.geom_margin[g2]
+    gap = m.geom_gap[g1] + m.geom_gap[g2]
+    srf = jnp.zeros_like(solref)
+    explicit = g.ipair >= 0
+    if np.any(explicit):
+        k = np.where(explicit, g.ipair, 0)
+        e = explicit[:, None]
+        solref = jnp.where(e, m.pair_solref[k], solref)
+        solimp = jnp.where(e, m.pair_solimp[k], solimp)
+        friction = jnp.where(e, m.pair_friction[k], friction)
+        srf = jnp.where(e, m.pair_solreffriction[k], srf)
+        margin = jnp.where(explicit, m.pair_margin[k], margin)
+        gap = jnp.where(explicit, m.pair_gap[k], gap)
+    if m.enabled(_ENBL.mjENBL_OVERRIDE):
+        margin = jnp.broadcast_to(m.opt.o_margin, margin.shape)
+    return solref, srf, solimp, jnp.maximum(1e-5, friction), margin, gap
+
+
+def collision(m: Model, d: Data) -> Data:
+    """Contacts of every candidate pair: geometry, frame and mixed parameters (mj_collision)."""
+    groups = m.collision
+    if not groups:
+        return d
+    with jax.named_scope("collision"):
+        con = d.contact
+        for g in groups:
+            fn = _FUNCS[g.types]
+            solref, srf, solimp, friction, margin, gap = _params(m, g)
+            dist, pos, normal, tangent, ok = fn(
+                g,
+                d.geom_xpos[g.geom1],
+                d.geom_xmat[g.geom1],
+                m.geom_size[g.geom1],
+                d.geom_xpos[g.geom2],
+                d.geom_xmat[g.geom2],
+                m.geom_size[g.geom2],
+                margin + gap,
+            )
+            ncon = g.slot.shape[1]
+            s = g.slot.ravel()
+            rep = lambda x, n=ncon: jnp.repeat(x, n, axis=0)  # noqa: E731
+            flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
+            dist, pos, normal, tangent, ok = map(flat, (dist, pos, normal, tangent, ok))
+            # a contact inside the gap but outside the margin is excluded, as in MuJoCo
+            active = ok & (dist < rep(margin))
+            con = con.replace(
+                dist=con.dist.at[s].set(dist),
+                pos=con.pos.at[s].set(pos),
+                frame=con.frame.at[s].set(make_frame(normal, tangent)),
+                includemargin=con.includemargin.at[s].set(rep(margin)),
+                friction=con.friction.at[s].set(rep(friction)),
+                solref=con.solref.at[s].set(rep(solref)),
+                solreffriction=con.solreffriction.at[s].set(rep(srf)),
+                solimp=con.solimp.at[s].set(rep(solimp)),
+                geom1=con.geom1.at[s].set(np.repeat(g.geom1, ncon)),
+                geom2=con.geom2.at[s].set(np.repeat(g.geom2, ncon)),
+                active=con.active.at[s].set(active),
+            )
+        return d.replace(contact=con)

@@ -6,17 +6,26 @@ data = jax.jit(hurtle.physics.step)(model, data)
 """
 
 from hurtle.physics.actuation import actuation, transmission
+from hurtle.physics.collision import collision
+from hurtle.physics.constraint import contact_forces, make_constraint, reference_constraint, rne_post_constraint
 from hurtle.physics.dynamics import com_vel, passive, rne
 from hurtle.physics.forward import energy, euler, forward, implicit, integrate_pos, rk4, step
 from hurtle.physics.inertia import crb, factor_m, solve_m
 from hurtle.physics.io import from_mjdata, make_data, to_mujoco
 from hurtle.physics.kinematics import com_pos, kinematics
 from hurtle.physics.model import from_mujoco, load
+from hurtle.physics.solver import solve
 from hurtle.physics.tendon import tendon
 from hurtle.physics.types import Contact, Data, Model, Option
 
 __all__ = [
     "Contact",
+    "collision",
+    "contact_forces",
+    "make_constraint",
+    "reference_constraint",
+    "rne_post_constraint",
+    "solve",
     "Data",
     "Model",
     "Option",

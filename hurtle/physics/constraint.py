@@ -577,3 +577,78 @@ def _jdot_v(m: Model, d: Data) -> jax.Array:
             rot = 0.5 * (term1 + term2 + term3)[:, 1:] * ts[:, None]
             out = out.at[rows[:, None] + 3 + np.arange(3)].set(rot)
     return out
+
+
+def contact_forces(m: Model, d: Data) -> jax.Array:
+    """Contact forces (ncon_max, 6) in each contact frame: normal, 2 tangents, torsion, 2 rolling
+    (mj_contactForce; zero for inactive contacts; pyramid edge forces decoded)."""
+    lay = m.efc
+    out = jnp.zeros((m.ncon_max, 6), d.qpos.dtype)
+    for t in _CONTACTS:
+        first = np.nonzero((lay.type == t) & (lay.group == np.arange(lay.nefc)))[0]
+        for dim in (1, 3, 4, 6):
+            f = first[m.contact_dim[lay.id[first]] == dim]
+            if not f.size:
+                continue
+            slots = lay.id[f]
+            if t == CONTACT_PYRAMIDAL:
+                p = d.efc_force[f[:, None] + np.arange(2 * (dim - 1))].reshape(len(f), dim - 1, 2)
+                normal = jnp.sum(p, axis=(1, 2))
+                tang = (p[:, :, 0] - p[:, :, 1]) * d.contact.friction[slots, : dim - 1]
+                frc = jnp.concatenate([normal[:, None], tang], 1)
+            else:
+                frc = d.efc_force[f[:, None] + np.arange(dim)]
+            frc = jnp.where(d.efc_active[f][:, None], frc, 0.0)
+            out = out.at[slots, :dim].set(frc)
+    return out
+
+
+def rne_post_constraint(m: Model, d: Data) -> Data:
+    """Body accelerations `cacc`, interaction forces `cfrc_int` and external forces `cfrc_ext`
+    (applied, contact and connect/weld forces) after the constraint solve (mj_rnePostConstraint)."""
+    dt = d.qpos.dtype
+    com = d.subtree_com[m.body_rootid]  # per body
+
+    def at_com(torque, force, point, body):
+        # world-oriented wrench at `point`, moved to the body's subtree centre of mass
+        return jnp.concatenate([torque - math.cross(com[body] - point, force), force], -1)
+
+    ext = jnp.zeros((m.nbody, 6), dt)
+    xf = d.xfrc_applied
+    ext = ext.at[1:].set(at_com(xf[1:, 3:], xf[1:, :3], d.xipos[1:], np.arange(1, m.nbody)))
+    if m.ncon_max:
+        lfrc = contact_forces(m, d)
+        frame_t = jnp.swapaxes(d.contact.frame, -1, -2)
+        torque, force = math.matvec(frame_t, lfrc[:, 3:]), math.matvec(frame_t, lfrc[:, :3])
+        bodies = jnp.asarray(m.geom_bodyid)
+        b1, b2 = bodies[d.contact.geom1], bodies[d.contact.geom2]
+        pos = d.contact.pos
+        ext = ext.at[b1].add(-jnp.where((b1 > 0)[:, None], at_com(torque, force, pos, b1), 0.0))
+        ext = ext.at[b2].add(jnp.where((b2 > 0)[:, None], at_com(torque, force, pos, b2), 0.0))
+    for weld, eqs, p1, p2, b1, b2 in _connect_weld(m, d):
+        rows = m.efc.eq_row[eqs]
+        act = d.efc_active[rows][:, None]
+        force = jnp.where(act, d.efc_force[rows[:, None] + np.arange(3)], 0.0)
+        torque = jnp.zeros_like(force)
+        if weld:
+            # the rotational rows' force as a world torque: the transpose of their Jacobian map
+            q0r, negq1, _ = _weld_frames(m, d, eqs, b1, b2)
+            axes = _axis_quat(jnp.broadcast_to(jnp.eye(3, dtype=dt), (len(eqs), 3, 3)))  # (k, 3, 4)
+            vec = math.quat_mul(math.quat_mul(negq1[:, None], axes), q0r[:, None])[..., 1:]  # (k, axis, row)
+            frot = jnp.where(act, d.efc_force[rows[:, None] + 3 + np.arange(3)], 0.0)
+            torque = 0.5 * m.eq_data[eqs, 10][:, None] * jnp.einsum("kar,kr->ka", vec, frot)
+        ext = ext.at[b1].add(jnp.where((b1 > 0)[:, None], at_com(torque, force, p1, b1), 0.0))
+        ext = ext.at[b2].add(-jnp.where((b2 > 0)[:, None], at_com(torque, force, p2, b2), 0.0))
+    grav = jnp.zeros(6, dt)
+    if not m.disabled(_DSBL.mjDSBL_GRAVITY):
+        grav = grav.at[3:].set(-m.opt.gravity)
+    if m.nv:
+        motion = d.cdof_dot * d.qvel[:, None] + d.cdof * d.qacc[:, None]
+        cacc = grav + math.matmul(m.tree.body_dof_anc.astype(dt), motion)
+    else:
+        cacc = jnp.broadcast_to(grav, (m.nbody, 6))
+    cacc = cacc.at[0].set(grav)
+    body = math.inert_mul(d.cinert, cacc) + math.cross_force(d.cvel, math.inert_mul(d.cinert, d.cvel))
+    local = (body - ext).at[0].set(0.0)
+    cfrc_int = math.matmul(m.tree.body_subtree.astype(dt), local)
+    return d.replace(cacc=cacc, cfrc_int=cfrc_int, cfrc_ext=ext)

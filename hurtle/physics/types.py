@@ -330,6 +330,10 @@ class Data:
     qfrc_actuator: jax.Array
     qfrc_smooth: jax.Array
     qfrc_constraint: jax.Array
+    # after the solve, by rne_post_constraint (MuJoCo computes them on demand)
+    cacc: jax.Array
+    cfrc_int: jax.Array
+    cfrc_ext: jax.Array
     # constraints: one row per entry of Model.efc, masked by efc_active
     eq_active: jax.Array
     efc_J: jax.Array

@@ -116,3 +116,24 @@ def test_explicit_pairs_exclusions_and_filters():
     assert (ga, gb) not in pairs  # parent and child
     assert (floor, gc) in pairs  # explicit pair, despite its contype
     assert model.ncon_max > 0
+
+
+@pytest.mark.parametrize("name", ["collide.xml", "equality.xml"])
+def test_rne_post_constraint_matches_mujoco(name):
+    """cacc, cfrc_int and cfrc_ext (contacts, connect/weld, xfrc_applied) as mj_rnePostConstraint."""
+    mm = _tight(mujoco.MjModel.from_xml_path(os.path.join(MODELS, name)))
+    model = hp.from_mujoco(mm)
+    md = mujoco.MjData(mm)
+    rng = np.random.default_rng(1)
+    md.qvel[:] = rng.standard_normal(mm.nv) * 0.5
+    for _ in range(150):
+        mujoco.mj_step(mm, md)
+    md.xfrc_applied[1:] = rng.standard_normal((mm.nbody - 1, 6))
+    mujoco.mj_forward(mm, md)
+    mujoco.mj_rnePostConstraint(mm, md)
+    assert md.nefc > 0
+    step = jax.jit(lambda m, d: hp.rne_post_constraint(m, hp.forward(m, d)))
+    out = step(model, hp.from_mjdata(model, md, mm))
+    for f in ("cacc", "cfrc_int", "cfrc_ext"):
+        assert P.rel_error(getattr(out, f), getattr(md, f)) <= TOL, f
+    assert np.abs(md.cfrc_ext).max() > 0

@@ -134,14 +134,16 @@ def test_unsupported_features_are_refused_by_name(xml, match):
         hp.load(xml)
 
 
-def test_contacts_refused_at_forward_unless_disabled():
-    body = "<body><freejoint/><geom size='.1'/></body><body pos='0 0 1'><freejoint/><geom size='.1'/></body>"
-    m = hp.load(_xml(body))
-    with pytest.raises(NotImplementedError, match="contacts"):
-        hp.forward(m, hp.make_data(m))
+def test_unsupported_collision_pairs_refused_unless_contacts_disabled():
+    body = (
+        "<body><freejoint/><geom name='crate' type='box' size='.1 .1 .1'/></body>"
+        "<body pos='0 0 1'><freejoint/><geom name='brick' type='box' size='.1 .1 .1'/></body>"
+    )
+    with pytest.raises(NotImplementedError, match="box and a box.*'crate'.*'brick'"):
+        hp.load(_xml(body))
     m = hp.load(_xml(body, option="><flag contact='disable'/></option><option"))
     assert np.all(np.isfinite(hp.forward(m, hp.make_data(m)).qacc))
-    # limits and equalities are solved
+    # limits are solved
     m = hp.load(_xml("<body><joint name='knee' type='hinge' limited='true' range='-1 1'/><geom size='.1'/></body>"))
     assert np.all(np.isfinite(hp.forward(m, hp.make_data(m)).qacc))
 

@@ -42,9 +42,11 @@ def _asset(spec: str) -> str:
     return spec
 
 
-MODE = {"smooth": "constraint", "nocontact": "contact"}  # what each --mode disables
+MODE = {"smooth": "constraint", "nocontact": "contact", "full": None}  # what each --mode disables
 MODE_TEXT = {
     "smooth": "Constraint flag disabled in every engine (smooth dynamics only).",
+    "full": "Contacts, limits and every other constraint on, with each model's own solver settings, except that PGS "
+    "models use Newton in every engine.",
     "nocontact": "Contact flag disabled in every engine: joint limits, equalities and friction loss are solved "
     "with each model's own solver settings, except that PGS models use Newton in every engine.",
 }
@@ -54,7 +56,8 @@ def _mj_model(spec: str, mode: str = "smooth"):
     import mujoco
 
     mm = mujoco.MjModel.from_xml_path(_asset(spec))
-    mm.opt.disableflags |= getattr(mujoco.mjtDisableBit, f"mjDSBL_{MODE[mode].upper()}")
+    if MODE[mode]:
+        mm.opt.disableflags |= getattr(mujoco.mjtDisableBit, f"mjDSBL_{MODE[mode].upper()}")
     if mode == "smooth" or mm.opt.solver == mujoco.mjtSolver.mjSOL_PGS:
         # without constraints the solver is never called; MJX refuses PGS by name and hurtle solves
         # PGS models with Newton, so every engine is given Newton there

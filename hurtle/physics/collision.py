@@ -97,6 +97,7 @@ def _max_contacts(t1: int, t2: int) -> int | None:
         (SPHERE, SPHERE): 1,
         (SPHERE, CAPSULE): 1,
         (CAPSULE, CAPSULE): 2,
+        (SPHERE, BOX): 1,
     }.get((t1, t2))
 
 
@@ -290,7 +291,34 @@ def capsule_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     return dist, pos, normal, jnp.zeros_like(pos), ok
 
 
+def sphere_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    r = size1[:, 0]
+    center = jnp.einsum("kji,kj->ki", mat2, pos1 - pos2)  # sphere centre in the box frame
+    clamped = jnp.clip(center, -size2, size2)
+    tmp = clamped - center
+    dist = math.safe_norm(tmp)
+    direction = tmp / jnp.maximum(dist, math.MINVAL)[:, None]
+    ok = dist - r <= margin
+    # centre inside the box: push out through the nearest face (first of equals, as MuJoCo)
+    faces = jnp.stack([-size2[:, 0], size2[:, 0], -size2[:, 1], size2[:, 1], -size2[:, 2], size2[:, 2]], 1)
+    gaps = jnp.abs(faces - jnp.repeat(center, 2, axis=1))
+    k = jnp.argmin(gaps, axis=1)
+    closest = jnp.min(gaps, axis=1)
+    nearest = jax.nn.one_hot(k // 2, 3, dtype=pos1.dtype) * jnp.where(k % 2 == 1, -1.0, 1.0)[:, None]
+    inside = dist <= math.MINVAL
+    local_pos = jnp.where(
+        inside[:, None],
+        center + nearest * ((r - closest) / 2)[:, None],
+        0.5 * (clamped + center + direction * r[:, None]),
+    )
+    normal = math.matvec(mat2, jnp.where(inside[:, None], nearest, direction))
+    d = jnp.where(inside, -closest, dist) - r
+    pos = math.matvec(mat2, local_pos) + pos2
+    return d[:, None], pos[:, None], normal[:, None], jnp.zeros_like(pos)[:, None], ok[:, None]
+
+
 _FUNCS = {
+    (SPHERE, BOX): sphere_box,
     (PLANE, SPHERE): plane_sphere,
     (PLANE, CAPSULE): plane_capsule,
     (PLANE, BOX): plane_box,

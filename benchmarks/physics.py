@@ -182,6 +182,8 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
         str(args.repeats),
         "--dtype",
         args.dtype,
+        "--mode",
+        args.mode,
     ]
     env = dict(os.environ)
     env["JAX_ENABLE_X64"] = "1" if args.dtype == "float64" else "0"

@@ -234,8 +234,8 @@ def main(argv=None):
     p.add_argument(
         "--mode",
         choices=sorted(MODE),
-        default="smooth",
-        help="smooth: constraint flag disabled; nocontact: limits, equalities and friction loss on, contacts off",
+        default="full",
+        help="full: everything on; nocontact: contacts off; smooth: the constraint flag disabled",
     )
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     p.add_argument("--worker", help=argparse.SUPPRESS)

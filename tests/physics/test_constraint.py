@@ -224,7 +224,7 @@ def _contact_paths():
 @pytest.mark.parametrize("solver", SOLVERS)
 @pytest.mark.parametrize("path", _contact_paths(), ids=os.path.basename)
 def test_contact_rows_match_mujoco(path, solver, cone):
-    """Contact rows for contacts copied from MuJoCo's collision (ours lands in #4)."""
+    """Contact rows alone: contacts copied from MuJoCo's collision into caller-filled slots."""
     mm = _tight(mujoco.MjModel.from_xml_path(path), solver)
     mm.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone}")
     md = _settled_contacts(mm)

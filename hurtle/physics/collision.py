@@ -89,16 +89,8 @@ def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
 
 
 def _max_contacts(t1: int, t2: int) -> int | None:
-    return {
-        (PLANE, SPHERE): 1,
-        (PLANE, CAPSULE): 2,
-        (PLANE, BOX): 4,
-        (PLANE, CYLINDER): 4,
-        (SPHERE, SPHERE): 1,
-        (SPHERE, CAPSULE): 1,
-        (CAPSULE, CAPSULE): 2,
-        (SPHERE, BOX): 1,
-    }.get((t1, t2))
+    entry = NARROW.get((t1, t2))
+    return None if entry is None else entry[1]
 
 
 def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
@@ -317,15 +309,16 @@ def sphere_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     return d[:, None], pos[:, None], normal[:, None], jnp.zeros_like(pos)[:, None], ok[:, None]
 
 
-_FUNCS = {
-    (SPHERE, BOX): sphere_box,
-    (PLANE, SPHERE): plane_sphere,
-    (PLANE, CAPSULE): plane_capsule,
-    (PLANE, BOX): plane_box,
-    (PLANE, CYLINDER): plane_cylinder,
-    (SPHERE, SPHERE): sphere_sphere,
-    (SPHERE, CAPSULE): sphere_capsule,
-    (CAPSULE, CAPSULE): capsule_capsule,
+# (type1, type2) -> (narrow-phase function, contact slots per pair); other modules add theirs below
+NARROW = {
+    (PLANE, SPHERE): (plane_sphere, 1),
+    (PLANE, CAPSULE): (plane_capsule, 2),
+    (PLANE, BOX): (plane_box, 4),
+    (PLANE, CYLINDER): (plane_cylinder, 4),
+    (SPHERE, SPHERE): (sphere_sphere, 1),
+    (SPHERE, CAPSULE): (sphere_capsule, 1),
+    (SPHERE, BOX): (sphere_box, 1),
+    (CAPSULE, CAPSULE): (capsule_capsule, 2),
 }
 
 
@@ -387,7 +380,7 @@ def collision(m: Model, d: Data) -> Data:
     with jax.named_scope("collision"):
         con = d.contact
         for g in groups:
-            fn = _FUNCS[g.types]
+            fn = NARROW[g.types][0]
             solref, srf, solimp, friction, margin, gap = _params(m, g)
             dist, pos, normal, tangent, ok = fn(
                 g,
@@ -420,3 +413,12 @@ def collision(m: Model, d: Data) -> Data:
                 active=con.active.at[s].set(active),
             )
         return d.replace(contact=con)
+
+
+def _register() -> None:
+    from hurtle.physics import collision_box
+
+    NARROW.update(collision_box.NARROW)
+
+
+_register()

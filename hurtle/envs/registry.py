@@ -1,0 +1,74 @@
+"""The registry of named tasks: `make(name, **kwargs)`, `names()`, `register(...)`.
+
+`make` returns the task inside its time limit (`EpisodeWrapper`) and nothing else, so that a caller
+sees every transition, the terminal one included; batching and auto-reset are the caller's choice
+(`wrappers.wrap_for_training`). Tasks are imported when first made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+
+from hurtle.envs.base import Env
+from hurtle.envs.wrappers import EpisodeWrapper
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    factory: str | Callable[..., Env]  # a callable, or "module:attribute" imported on first use
+    episode_length: int
+
+    def build(self, **kwargs) -> Env:
+        factory = self.factory
+        if isinstance(factory, str):
+            module, _, attr = factory.partition(":")
+            factory = getattr(importlib.import_module(module), attr)
+        return factory(**kwargs)
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register(
+    name: str, factory: str | Callable[..., Env], *, episode_length: int = 1000, overwrite: bool = False
+) -> None:
+    """Register a task under `name`: `factory(**kwargs)` builds it (a callable, or "module:attribute"),
+    and `episode_length` is its default time limit in task steps."""
+    if name in _REGISTRY and not overwrite:
+        raise ValueError(f"an environment named {name!r} is already registered (pass overwrite=True to replace it)")
+    _REGISTRY[name] = _Entry(factory, int(episode_length))
+
+
+def unregister(name: str) -> None:
+    """Remove `name` from the registry."""
+    _entry(name)
+    del _REGISTRY[name]
+
+
+def names() -> tuple[str, ...]:
+    """The registered task names, sorted."""
+    return tuple(sorted(_REGISTRY))
+
+
+def _entry(name: str) -> _Entry:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown environment {name!r}; known: {', '.join(names())}") from None
+
+
+def make(name: str, episode_length: int | None = None, action_repeat: int = 1, **kwargs) -> Env:
+    """The task `name` built with `kwargs`, inside an `EpisodeWrapper` with its default time limit (or
+    `episode_length` task steps) and `action_repeat`. `make(name).unwrapped` is the bare task."""
+    entry = _entry(name)
+    limit = entry.episode_length if episode_length is None else episode_length
+    return EpisodeWrapper(entry.build(**kwargs), episode_length=limit, action_repeat=action_repeat)
+
+
+# Gymnasium's ids and time limits
+register("cartpole", "hurtle.envs.classic.cartpole:CartPole", episode_length=500)
+register("pendulum", "hurtle.envs.classic.pendulum:Pendulum", episode_length=200)
+register("acrobot", "hurtle.envs.classic.acrobot:Acrobot", episode_length=500)
+register("mountain_car_continuous", "hurtle.envs.classic.mountain_car:MountainCarContinuous", episode_length=999)

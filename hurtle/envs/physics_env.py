@@ -1,0 +1,144 @@
+"""`PhysicsEnv`: the base of tasks simulated by hurtle's physics engine from an MJCF model file.
+
+A task is a small subclass: its model file (`xml_path`), `n_frames` physics steps per environment step,
+and three functions of the physics `Data`: `observation(data)`, `reward_terms(before, after, action)`
+(a dict; the reward is their sum and each is logged as `metrics["reward/<term>"]`) and
+`terminated(data)`. Optionally `reset_state(key) -> (qpos, qvel)` for a random start.
+
+The action is the actuators' `ctrl` (the physics clamps it to `ctrlrange`). The model is an attribute,
+`env.model`; `with_model(m)` returns a copy that simulates `m`, which is how `DomainRandomization`
+steps a batch of randomised models.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import os
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+import hurtle.physics as hp
+from hurtle.envs.base import Box, Env, State
+
+
+class PhysicsEnv(Env):
+    """A task on an MJCF model. Subclasses set `xml_path` and implement `observation` and `reward_terms`.
+
+    xml: another model file (or an MJCF string) for the same task, replacing the class's `xml_path`.
+    n_frames: physics steps per environment step (the control period is `n_frames * opt.timestep`).
+    """
+
+    xml_path: ClassVar[str | None] = None  # relative paths are relative to the subclass's module
+    n_frames: int = 1
+
+    def __init__(self, xml: str | os.PathLike | None = None, n_frames: int | None = None):
+        if xml is None:
+            if self.xml_path is None:
+                raise ValueError(f"{type(self).__name__}: no model file: set the class's xml_path or pass xml=")
+            xml = os.path.join(os.path.dirname(inspect.getfile(type(self))), self.xml_path)
+        self.model = hp.load(xml)
+        if n_frames is not None:
+            self.n_frames = int(n_frames)
+        if self.n_frames < 1:
+            raise ValueError(f"{type(self).__name__}: n_frames must be positive, got {self.n_frames}")
+        self.dtype = np.dtype(self.model.body_mass.dtype)
+        self._action_space = self._ctrl_space()
+        self._observation_space = None
+
+    # -- what a task defines --
+
+    def observation(self, data: hp.Data) -> jax.Array:
+        """The observation of a physics state."""
+        raise NotImplementedError(f"{type(self).__name__} must define observation(data)")
+
+    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
+        """The reward's terms (scalars) for the step from `before` to `after` under `action`."""
+        raise NotImplementedError(f"{type(self).__name__} must define reward_terms(before, after, action)")
+
+    def terminated(self, data: hp.Data) -> jax.Array:
+        """Whether the episode ends in this state (never, unless overridden)."""
+        return jnp.zeros((), bool)
+
+    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """The initial `(qpos, qvel)`: the model's `qpos0` at rest unless overridden."""
+        return jnp.asarray(self.model.qpos0, self.dtype), jnp.zeros(self.model.nv, self.dtype)
+
+    # -- the Env contract --
+
+    @property
+    def dt(self) -> float:
+        """The control period in seconds, `n_frames * opt.timestep`."""
+        return float(self.model.opt.timestep) * self.n_frames
+
+    @property
+    def action_space(self) -> Box:
+        return self._action_space
+
+    @property
+    def observation_space(self) -> Box:
+        if self._observation_space is None:
+            shape = jax.eval_shape(self.observation, hp.make_data(self.model))
+            self._observation_space = Box(-np.inf, np.inf, shape.shape, shape.dtype)
+        return self._observation_space
+
+    def reset(self, key: jax.Array) -> State:
+        return self.reset_to(*self.reset_state(key))
+
+    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:
+        """Start from the given positions and velocities (zero if omitted); derived quantities are computed
+        by `forward` and the observation from them."""
+        m = self.model
+        qpos = jnp.asarray(qpos).astype(self.dtype)
+        qvel = jnp.zeros(m.nv, self.dtype) if qvel is None else jnp.asarray(qvel).astype(self.dtype)
+        if qpos.shape != (m.nq,) or qvel.shape != (m.nv,):
+            raise ValueError(
+                f"{type(self).__name__}.reset_to: qpos {qpos.shape} and qvel {qvel.shape}, expected ({m.nq},) and ({m.nv},)"
+            )
+        data = hp.forward(m, hp.make_data(m).replace(qpos=qpos, qvel=qvel))
+        # the terms' names and dtypes, evaluated on a zero action; the values are discarded
+        terms = self.reward_terms(data, data, jnp.zeros(self.action_space.shape, self.dtype))
+        metrics = {f"reward/{k}": jnp.zeros_like(v) for k, v in terms.items()}
+        return State.first(self.observation(data), self.dtype, metrics=metrics, physics=data)
+
+    def step(self, state: State, action: jax.Array) -> State:
+        action = self.action_space.check(action, type(self).__name__)
+        before = state.physics
+        after = self.pipeline_step(before, action)
+        terms = self.reward_terms(before, after, action)
+        reward = sum(terms.values(), jnp.zeros((), self.dtype))
+        return state.replace(
+            physics=after,
+            obs=self.observation(after),
+            reward=reward,
+            done=jnp.asarray(self.terminated(after), bool),
+            truncation=jnp.zeros((), bool),
+            metrics={**state.metrics, **{f"reward/{k}": v for k, v in terms.items()}},
+        )
+
+    def pipeline_step(self, data: hp.Data, ctrl: jax.Array) -> hp.Data:
+        """`n_frames` physics steps with `ctrl` held."""
+        data = data.replace(ctrl=ctrl)
+        if self.n_frames == 1:
+            return hp.step(self.model, data)
+        return lax.fori_loop(0, self.n_frames, lambda _, d: hp.step(self.model, d), data)
+
+    def with_model(self, model: hp.Model) -> PhysicsEnv:
+        new = copy.copy(self)
+        new.model = model
+        return new
+
+    def _ctrl_space(self) -> Box:
+        m = self.model
+        limited = np.asarray(m.actuator_ctrllimited, bool)
+        ctrlrange = np.asarray(m.actuator_ctrlrange, np.float64).reshape(m.nu, 2)
+        low = np.where(limited, ctrlrange[:, 0], -np.inf)
+        high = np.where(limited, ctrlrange[:, 1], np.inf)
+        return Box(low, high, (m.nu,), self.dtype)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model.source!r}, n_frames={self.n_frames})"

@@ -88,9 +88,11 @@ def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
     return out
 
 
-def _max_contacts(t1: int, t2: int) -> int | None:
-    entry = NARROW.get((t1, t2))
-    return None if entry is None else entry[1]
+def narrow(types: tuple, multiccd: bool) -> tuple | None:
+    """(function, contact slots per pair) of a geometry-type pair, or None when unsupported."""
+    from hurtle.physics import collision_convex
+
+    return NARROW.get(types) or collision_convex.narrow_table(multiccd).get(types)
 
 
 def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
@@ -105,9 +107,20 @@ def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
 def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np.ndarray]:
     """Pair groups and the condim of every contact slot; refuses unsupported pairs by name."""
     groups = {}
+    multiccd = not m.opt.disableflags & _DSBL.mjDSBL_MULTICCD
     for g1, g2, ip in candidate_pairs(m):
         t = (int(m.geom_type[g1]), int(m.geom_type[g2]))
-        if _max_contacts(*t) is None:
+        entry = narrow(t, multiccd)
+        if (
+            entry is not None
+            and entry[0] not in [f for f, _ in NARROW.values()]
+            and (m.opt.disableflags & _DSBL.mjDSBL_NATIVECCD)
+        ):
+            raise NotImplementedError(
+                f"{source}: the nativeccd disable flag (MuJoCo's libccd collider) is not supported by hurtle; "
+                f"remove it to collide a {_NAMES[t[0]]} with a {_NAMES[t[1]]}"
+            )
+        if entry is None:
             label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
             raise NotImplementedError(
                 f"{source}: collisions between a {_NAMES.get(t[0], t[0])} and a {_NAMES.get(t[1], t[1])} "
@@ -117,7 +130,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
     out, dims, nslot = [], [], 0
     for t in sorted(groups):
         rows = groups[t]
-        n = _max_contacts(*t)
+        n = narrow(t, multiccd)[1]
         slot = nslot + np.arange(len(rows) * n).reshape(len(rows), n)
         nslot += slot.size
         arr = np.array(rows, dtype=np.int32)
@@ -309,6 +322,36 @@ def sphere_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     return d[:, None], pos[:, None], normal[:, None], jnp.zeros_like(pos)[:, None], ok[:, None]
 
 
+def sphere_cylinder(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    axis = mat2[..., :, 2]
+    r, h = size2[:, 0], size2[:, 1]
+    vec = pos1 - pos2
+    x = math.dot(axis, vec)
+    a_proj = axis * x[:, None]
+    p_proj = vec - a_proj
+    p_sqr = math.dot(p_proj, p_proj)
+    side = jnp.abs(x) < h
+    cap = p_sqr < r * r
+    # centre inside: leave through the nearer of side and cap
+    deep = side & cap
+    cap_nearer = h - jnp.abs(x) < r - jnp.sqrt(p_sqr)
+    side = side & ~(deep & cap_nearer)
+    cap = cap & ~(deep & ~cap_nearer)
+    z1, r1 = mat1[..., :, 2], size1[:, 0]
+    # side: against the axis point; cap: plane through the cap; otherwise the rim's nearest point
+    ds, ps, ns, oks = _sphere_sphere(pos1, z1, r1, pos2 + a_proj, axis, r, margin)
+    top = x > 0
+    n_cap = jnp.where(top[:, None], axis, -axis)
+    dc, pc, okc = _plane_sphere(n_cap, pos2 + n_cap * h[:, None], pos1, r1, margin)
+    rim = p_proj * (r / jnp.sqrt(jnp.where(cap | side, 1.0, p_sqr)))[:, None] + n_cap * h[:, None]
+    dr, pr, nr, okr = _sphere_sphere(pos1, z1, r1, pos2 + rim, axis, jnp.zeros_like(r), margin)
+    pick = lambda a, b, c: jnp.where(  # noqa: E731
+        side.reshape((-1,) + (1,) * (a.ndim - 1)), a, jnp.where(cap.reshape((-1,) + (1,) * (a.ndim - 1)), b, c)
+    )
+    dist, pos, normal, ok = pick(ds, dc, dr), pick(ps, pc, pr), pick(ns, -n_cap, nr), pick(oks, okc, okr)
+    return dist[:, None], pos[:, None], normal[:, None], jnp.zeros_like(pos)[:, None], ok[:, None]
+
+
 # (type1, type2) -> (narrow-phase function, contact slots per pair); other modules add theirs below
 NARROW = {
     (PLANE, SPHERE): (plane_sphere, 1),
@@ -318,6 +361,7 @@ NARROW = {
     (SPHERE, SPHERE): (sphere_sphere, 1),
     (SPHERE, CAPSULE): (sphere_capsule, 1),
     (SPHERE, BOX): (sphere_box, 1),
+    (SPHERE, CYLINDER): (sphere_cylinder, 1),
     (CAPSULE, CAPSULE): (capsule_capsule, 2),
 }
 
@@ -380,7 +424,8 @@ def collision(m: Model, d: Data) -> Data:
     with jax.named_scope("collision"):
         con = d.contact
         for g in groups:
-            fn = NARROW[g.types][0]
+            fn = narrow(g.types, not m.disabled(_DSBL.mjDSBL_MULTICCD))[0]
+            extra = {"m": m} if getattr(fn, "uses_model", False) else {}
             solref, srf, solimp, friction, margin, gap = _params(m, g)
             dist, pos, normal, tangent, ok = fn(
                 g,
@@ -391,6 +436,7 @@ def collision(m: Model, d: Data) -> Data:
                 d.geom_xmat[g.geom2],
                 m.geom_size[g.geom2],
                 margin + gap,
+                **extra,
             )
             ncon = g.slot.shape[1]
             s = g.slot.ravel()

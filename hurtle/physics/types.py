@@ -69,6 +69,7 @@ class Option:
     o_solref: jax.Array
     o_solimp: jax.Array
     o_friction: jax.Array
+    ccd_tolerance: jax.Array
     integrator: int = static_field()
     solver: int = static_field()
     cone: int = static_field()
@@ -76,6 +77,7 @@ class Option:
     iterations: int = static_field()
     ls_iterations: int = static_field()
     noslip_iterations: int = static_field()
+    ccd_iterations: int = static_field()
     disableflags: int = static_field()
     enableflags: int = static_field()
     has_fluid: bool = static_field()  # density or viscosity was nonzero when the model was built

@@ -144,15 +144,18 @@ PRIMITIVES = {
     "capsule": 'type="capsule" size="0.06 0.15"',
     "box": 'type="box" size="0.1 0.15 0.08"',
     "cylinder": 'type="cylinder" size="0.1 0.08"',
+    "ellipsoid": 'type="ellipsoid" size="0.1 0.07 0.05"',
 }
 PAIRS = [
     ("plane", "sphere"),
     ("plane", "capsule"),
     ("plane", "box"),
     ("plane", "cylinder"),
+    ("plane", "ellipsoid"),
     ("sphere", "sphere"),
     ("sphere", "capsule"),
     ("sphere", "box"),
+    ("sphere", "cylinder"),
     ("capsule", "capsule"),
 ]
 
@@ -189,3 +192,53 @@ def test_primitive_pairs_match_mujoco_at_random_poses(pair):
         np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=1e-9, err_msg=f"trial {trial}")
         seen += len(ref)
     assert seen >= 10
+
+
+def test_gjk_distance_and_epa_depth_are_exact_for_boxes():
+    """GJK's closest points (point to box) and EPA's depth and normal (box into box) against exact values."""
+    from hurtle.physics import collision_convex as C
+
+    rng = np.random.default_rng(3)
+    k = 64
+    size = np.array([0.1, 0.2, 0.15])
+    q = rng.standard_normal((k, 4))
+    mat = np.asarray(jax.vmap(hp.math.quat_to_mat)(q / np.linalg.norm(q, axis=1, keepdims=True)))
+    pos = rng.uniform(-0.1, 0.1, (k, 3))
+    pt = rng.uniform(-0.6, 0.6, (k, 3))
+    local = np.einsum("kji,kj->ki", mat, pt - pos)
+    outside = np.any(np.abs(local) > size, axis=1)
+    near = pos + np.einsum("kij,kj->ki", mat, np.clip(local, -size, size))
+    zero = np.zeros(k)
+    sizes = np.broadcast_to(size, (k, 3))
+    box = lambda d: C.support(C.BOX, pos, mat, sizes, d, zero)  # noqa: E731
+    dist, x1, x2, _ = jax.jit(lambda: C.gjk(lambda d: pt, box, pt, pos, 35, np.full(k, 1e-6), np.full(k, 1e9)))()
+    np.testing.assert_allclose(np.asarray(dist)[outside], np.linalg.norm(pt - near, axis=1)[outside], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(x2)[outside], near[outside], atol=1e-12)
+    assert np.all(np.asarray(dist)[~outside] == 0)
+
+    # axis-aligned boxes overlapping: depth is the smallest overlap, along that axis
+    h1, h2 = np.array([0.1, 0.2, 0.15]), np.array([0.12, 0.05, 0.2])
+    off = rng.uniform(-0.2, 0.2, (k, 3))
+    eye = np.broadcast_to(np.eye(3), (k, 3, 3))
+    overlap = h1 + h2 - np.abs(off)
+    depth_ref, axis = overlap.min(1), overlap.argmin(1)
+    normal_ref = np.eye(3)[axis] * np.sign(off[np.arange(k), axis])[:, None]
+
+    def sup(d):
+        p1 = C.support(C.BOX, np.zeros((k, 1, 3)), eye[:, None], np.broadcast_to(h1, (k, 1, 3)), d, np.zeros((k, 1)))
+        p2 = C.support(C.BOX, off[:, None], eye[:, None], np.broadcast_to(h2, (k, 1, 3)), -d, np.zeros((k, 1)))
+        return p1 - p2, p1, p2
+
+    def run():
+        v, q1, q2, found = C.intersect(sup, 35, np.float64)
+        one = lambda d: [x[:, 0] for x in sup(d[:, None])]  # noqa: E731
+        depth, y1, y2, ok = C.epa(one, v, q1, q2, 35, np.full(k, 1e-6))
+        return found, depth, y1, y2, ok
+
+    found, depth, y1, y2, ok = jax.jit(run)()
+    hit = np.all(overlap > 0, axis=1)
+    np.testing.assert_array_equal(np.asarray(found), hit)
+    assert np.all(np.asarray(ok)[hit])
+    np.testing.assert_allclose(np.asarray(depth)[hit], depth_ref[hit], atol=1e-12)
+    normal = np.asarray(y1 - y2) / np.asarray(depth)[:, None]
+    np.testing.assert_allclose(normal[hit], normal_ref[hit], atol=1e-9)

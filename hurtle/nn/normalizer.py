@@ -1,0 +1,65 @@
+"""A running observation normaliser: mean and variance merged batch by batch (Chan et al.'s parallel update).
+
+state = normalizer.init(obs_shape, jnp.float32)
+state = normalizer.update(state, obs_batch)          # leading axes of obs_batch are batch axes
+x = normalizer.normalize(state, obs)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from hurtle.physics.dataclass import pytree_dataclass
+
+
+@pytree_dataclass
+class NormalizerState:
+    """count: observations seen (a float, so it never overflows); mean; m2: the sum of squared deviations."""
+
+    count: jax.Array
+    mean: jax.Array
+    m2: jax.Array
+
+
+def init(shape: int | tuple[int, ...], dtype: Any = jnp.float32) -> NormalizerState:
+    """A normaliser that has seen nothing (it normalises to the identity until its first update)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return NormalizerState(count=jnp.zeros((), dtype), mean=jnp.zeros(shape, dtype), m2=jnp.zeros(shape, dtype))
+
+
+def update(state: NormalizerState, batch: jax.Array) -> NormalizerState:
+    """Merge a batch `[..., *shape]` (every leading axis a batch axis) into the running statistics."""
+    ndim = state.mean.ndim
+    axes = tuple(range(batch.ndim - ndim))
+    batch = batch.astype(state.mean.dtype)
+    n = jnp.asarray(batch.size // max(state.mean.size, 1), state.mean.dtype)
+    batch_mean = jnp.mean(batch, axis=axes)
+    batch_m2 = jnp.sum(jnp.square(batch - batch_mean), axis=axes)
+    total = state.count + n
+    delta = batch_mean - state.mean
+    mean = state.mean + delta * (n / total)
+    m2 = state.m2 + batch_m2 + jnp.square(delta) * (state.count * n / total)
+    return NormalizerState(count=total, mean=mean, m2=m2)
+
+
+def variance(state: NormalizerState) -> jax.Array:
+    """The population variance of everything seen (zero before the first update)."""
+    return state.m2 / jnp.maximum(state.count, jnp.ones_like(state.count))
+
+
+def normalize(state: NormalizerState, obs: jax.Array, clip: float = 5.0, eps: float = 1e-8) -> jax.Array:
+    """`(obs - mean) / std`, clipped to `[-clip, clip]`; the identity before the first update."""
+    obs = obs.astype(state.mean.dtype)
+    std = jnp.sqrt(variance(state) + jnp.asarray(eps, obs.dtype))
+    seen = state.count > 0
+    out = jnp.clip((obs - state.mean) / std, -clip, clip)
+    return jnp.where(seen, out, obs)
+
+
+def denormalize(state: NormalizerState, x: jax.Array, eps: float = 1e-8) -> jax.Array:
+    """The inverse of `normalize` (without its clipping)."""
+    std = jnp.sqrt(variance(state) + jnp.asarray(eps, x.dtype))
+    return jnp.where(state.count > 0, x * std + state.mean, x)

@@ -52,6 +52,9 @@ def test_gymnasium_vector_env_resets_in_the_same_step():
     envs = to_gymnasium_vector(timed("cartpole"), 4)
     assert envs.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.SAME_STEP
     assert envs.observation_space.shape == (4, 4) and envs.single_action_space == gymnasium.spaces.Discrete(2)
+    per_env, _ = envs.reset(seed=[1, 2, 3, 4])
+    np.testing.assert_array_equal(envs.reset(seed=[1, 2, 3, 4])[0], per_env)
+    assert len({tuple(o) for o in per_env}) == 4
     obs, _ = envs.reset(seed=3)
     np.testing.assert_array_equal(envs.reset(seed=3)[0], obs)
     assert obs.dtype == np.float32 and obs.shape == (4, 4)

@@ -92,7 +92,9 @@ def heavier(model, key):
 
 
 def test_domain_randomization_steps_each_model():
-    env = wrappers.DomainRandomization(task("reacher"), heavier, jax.random.key(7), batch_size=3)
+    task_in_limit = wrappers.EpisodeWrapper(task("reacher"), 200)
+    env = wrappers.wrap_for_training(task_in_limit, 3, randomize=heavier, randomize_key=jax.random.key(7))
+    assert isinstance(env, wrappers.DomainRandomization)
     axes = jax.tree.leaves(env.in_axes)
     assert env.in_axes.body_mass == 0 and axes.count(0) == 1, "only the randomised field is batched"
     masses = np.asarray(env.models.body_mass)
@@ -100,7 +102,17 @@ def test_domain_randomization_steps_each_model():
 
     qpos, qvel, action = np.array([0.3, -0.7]), np.zeros(2), np.array([1.0, 1.0])
     state = jax.jit(lambda q, v: env.reset_to(q, v))(np.tile(qpos, (3, 1)), np.tile(qvel, (3, 1)))
+    assert set(state.info) >= {"final_obs", "reset_key", "episode_steps"}, "reset_to went through every wrapper"
     state = JIT_STEP(env, state, np.tile(action, (3, 1)))
     for i in range(3):
         ref = mujoco_steps(qpos, qvel, action, 2, body_mass=masses[i])
         np.testing.assert_allclose(np.asarray(state.physics.qvel[i]), ref.qvel, atol=PHYSICS_TOL, err_msg=f"env {i}")
+
+
+def test_with_model_replaces_the_model_under_wrappers():
+    env = wrappers.AutoReset(wrappers.EpisodeWrapper(task("reacher"), 200))
+    model = task("reacher").model
+    lighter = model.replace(body_mass=model.body_mass * 0.5)
+    copy = env.with_model(lighter)
+    assert copy.unwrapped.model is lighter and env.unwrapped.model is model
+    assert copy.episode_length == 200 and copy is not env and copy.env is not env.env

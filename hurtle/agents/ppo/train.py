@@ -1,0 +1,384 @@
+"""PPO's Anakin training loop: one jitted iteration does rollout, normaliser update, GAE and every update.
+
+The inner steps are module-level pure functions (`rollout`, `update_minibatch`, `update_epoch`);
+`make_iteration` binds them to a config, an environment and a mesh and jits the result; `train` is the
+host loop (it only calls the iteration, evaluates and reports progress).
+
+Devices (see `hurtle.podracer.anakin`): environment states and rollout batches are split along their
+environment axis over the mesh's "data" axis, parameters, optimiser and normaliser state are replicated;
+XLA inserts the all-reduce of the gradients of minibatch-mean losses.
+
+Observations are stored raw; the batch is normalised with the normaliser the policy acted with, so the
+first minibatch's probability ratios are exactly one; the normaliser then absorbs the batch for the next
+rollout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax import lax
+from jax.sharding import Mesh
+
+from hurtle import podracer
+from hurtle.agents.ppo import losses
+from hurtle.agents.ppo.config import Config
+from hurtle.envs import make
+from hurtle.envs.base import Env, State
+from hurtle.envs.wrappers import VmapWrapper, wrap_for_training
+from hurtle.nn import make_policy_network, make_value_network, normalizer
+from hurtle.nn.networks import PolicyNetwork, ValueNetwork
+from hurtle.physics.dataclass import pytree_dataclass
+
+
+@pytree_dataclass
+class TrainState:
+    """Everything an iteration carries: params `{"policy", "value"}`, optimiser and normaliser state,
+    the batch of environment states, the PRNG key and `step`, the environment steps taken so far."""
+
+    params: Any
+    opt_state: Any
+    normalizer: normalizer.NormalizerState
+    env_state: State
+    key: jax.Array
+    step: jax.Array
+
+
+@pytree_dataclass
+class Transition:
+    """One rollout step for every environment (time-major `[T, B, ...]` after `rollout`)."""
+
+    obs: jax.Array
+    raw_action: jax.Array
+    log_prob: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    truncation: jax.Array
+    value: jax.Array
+    bootstrap_value: jax.Array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Networks:
+    """The static halves of the agent: policy and value networks and the optimiser."""
+
+    policy: PolicyNetwork
+    value: ValueNetwork
+    optimizer: optax.GradientTransformation
+
+
+def make_networks(config: Config, env: Env) -> Networks:
+    """Policy and value MLPs for `env`'s spaces and the optimiser (global-norm clip, then Adam)."""
+    return Networks(
+        policy=make_policy_network(env.observation_size, env.action_space, config.policy_hidden_sizes),
+        value=make_value_network(env.observation_size, config.value_hidden_sizes),
+        optimizer=optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)),
+    )
+
+
+def rollout(
+    params: Any,
+    norm: normalizer.NormalizerState,
+    env_state: State,
+    key: jax.Array,
+    *,
+    env: Env,
+    networks: Networks,
+    unroll_length: int,
+    reward_scaling: float,
+    normalize_observations: bool = True,
+) -> tuple[State, Transition]:
+    """Step the (batched, auto-resetting) `env` `unroll_length` times with the sampled policy.
+
+    Returns the last state and time-major transitions: raw obs, raw (pre-tanh) action and its log-prob,
+    scaled reward, done, truncation, V(obs) and V(info["final_obs"]) (the bootstrap of a truncation).
+    """
+    dist = networks.policy.distribution
+
+    def norm_obs(obs):
+        return normalizer.normalize(norm, obs) if normalize_observations else obs
+
+    def step(state, k):
+        obs = norm_obs(state.obs)
+        dist_params = networks.policy.apply(params["policy"], obs)
+        raw = dist.sample(dist_params, k)
+        log_prob = dist.log_prob(dist_params, raw)
+        new = env.step(state, dist.postprocess(raw))
+        final = norm_obs(new.info["final_obs"])
+        values = networks.value.apply(params["value"], jnp.stack([obs, final]))
+        reward = new.reward * jnp.asarray(reward_scaling, new.reward.dtype)
+        tr = Transition(state.obs, raw, log_prob, reward, new.done, new.truncation, values[0], values[1])
+        ended = (new.done | new.truncation).astype(new.reward.dtype)
+        ret = new.metrics["episode/return"].astype(ended.dtype)
+        stats = (jnp.sum(ret * ended), jnp.sum(new.metrics["episode/length"].astype(ended.dtype) * ended))
+        return new, (tr, stats, jnp.sum(ended))
+
+    env_state, (transitions, stats, ended) = lax.scan(step, env_state, jax.random.split(key, unroll_length))
+    return env_state, (transitions, stats, ended)
+
+
+def update_minibatch(
+    carry: tuple[Any, Any],
+    batch_and_key: tuple[losses.Batch, jax.Array],
+    *,
+    networks: Networks,
+    config: Config,
+    mesh: Mesh | None = None,
+) -> tuple[tuple[Any, Any], dict[str, jax.Array]]:
+    """One gradient step on one minibatch: `((params, opt_state), (batch, key)) -> (carry, metrics)`."""
+    params, opt_state = carry
+    batch, key = batch_and_key
+    if mesh is not None:
+        batch = podracer.shard_batch(batch, mesh)
+    loss_fn = lambda p: losses.ppo_loss(  # noqa: E731
+        p,
+        batch,
+        key,
+        policy_apply=networks.policy.apply,
+        value_apply=networks.value.apply,
+        distribution=networks.policy.distribution,
+        clip_epsilon=config.clip_epsilon,
+        value_cost=config.value_cost,
+        entropy_cost=config.entropy_cost,
+        normalize_advantages=config.normalize_advantages,
+    )
+    grads, metrics = jax.grad(loss_fn, has_aux=True)(params)
+    # optax mixes Python scalars with integer step counts, which strict dtype promotion refuses
+    with jax.numpy_dtype_promotion("standard"):
+        updates, opt_state = networks.optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+    if mesh is not None:
+        params, opt_state = podracer.replicate((params, opt_state), mesh)
+    metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
+    return (params, opt_state), metrics
+
+
+def update_epoch(
+    carry: tuple[Any, Any],
+    key: jax.Array,
+    batch: losses.Batch,
+    *,
+    networks: Networks,
+    config: Config,
+    mesh: Mesh | None = None,
+) -> tuple[tuple[Any, Any], dict[str, jax.Array]]:
+    """One pass over a flat batch (leading axis: transitions): shuffle with `key`, split into
+    `config.num_minibatches` minibatches and scan `update_minibatch` over them."""
+    k_perm, k_loss = jax.random.split(key)
+    size = jax.tree.leaves(batch)[0].shape[0]
+    perm = jax.random.permutation(k_perm, size)
+    n = config.num_minibatches
+
+    def split(x):
+        return jnp.take(x, perm, axis=0).reshape((n, size // n) + x.shape[1:])
+
+    minibatches = jax.tree.map(split, batch)
+    if mesh is not None:
+        minibatches = podracer.shard_batch(minibatches, mesh, axis=1)
+    step = lambda c, b: update_minibatch(c, b, networks=networks, config=config, mesh=mesh)  # noqa: E731
+    carry, metrics = lax.scan(step, carry, (minibatches, jax.random.split(k_loss, n)))
+    return carry, jax.tree.map(jnp.mean, metrics)
+
+
+def make_training_env(config: Config, num_envs: int | None = None) -> Env:
+    """The batched, auto-resetting training environment of `config`."""
+    return wrap_for_training(make(config.env, config.episode_length), num_envs or config.num_envs)
+
+
+def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None = None) -> TrainState:
+    """A fresh `TrainState` from `config.seed`, placed on `mesh` (env states split, the rest replicated)."""
+    key = jax.random.key(config.seed)
+    k_policy, k_value, k_env, key = jax.random.split(key, 4)
+    params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}
+    obs_space = env.observation_space
+    state = TrainState(
+        params=params,
+        opt_state=networks.optimizer.init(params),
+        normalizer=normalizer.init(obs_space.shape, obs_space.dtype),
+        env_state=jax.jit(env.reset)(k_env),
+        key=key,
+        step=jnp.zeros((), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32),
+    )
+    if mesh is None:
+        return state
+    env_state = podracer.device_put_batch(state.env_state, mesh)
+    rest = podracer.device_put_replicated(state.replace(env_state=None), mesh)
+    return rest.replace(env_state=env_state)
+
+
+def make_iteration(
+    config: Config,
+    env: Env,
+    networks: Networks,
+    mesh: Mesh | None = None,
+    on_trace: Callable[[], None] | None = None,
+) -> Callable[[TrainState], tuple[TrainState, dict[str, jax.Array]]]:
+    """The jitted `iteration(state) -> (state, metrics)`: a rollout of `config.unroll_length` steps of the
+    batched `env`, the normaliser update, GAE and `num_epochs` x `num_minibatches` updates.
+
+    `on_trace` is called each time the function is traced (tests count compilations with it).
+    """
+
+    def iteration(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
+        if on_trace is not None:
+            on_trace()
+        key, k_rollout, k_update = jax.random.split(state.key, 3)
+        env_state, (tr, (ret_sum, len_sum), ended) = rollout(
+            state.params,
+            state.normalizer,
+            state.env_state,
+            k_rollout,
+            env=env,
+            networks=networks,
+            unroll_length=config.unroll_length,
+            reward_scaling=config.reward_scaling,
+            normalize_observations=config.normalize_observations,
+        )
+        if mesh is not None:
+            tr = podracer.shard_batch(tr, mesh, axis=1)
+            env_state = podracer.shard_batch(env_state, mesh)
+        advantages, targets = losses.gae(
+            tr.reward, tr.value, tr.bootstrap_value, tr.done, tr.truncation, config.discount, config.gae_lambda
+        )
+        obs = normalizer.normalize(state.normalizer, tr.obs) if config.normalize_observations else tr.obs
+        batch = losses.Batch(obs, tr.raw_action, tr.log_prob, advantages, targets)
+        # [T, B, ...] -> [B * T, ...], environment-major so a device's transitions stay together
+        batch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:]), batch)
+        if mesh is not None:
+            batch = podracer.shard_batch(batch, mesh)
+        norm = normalizer.update(state.normalizer, tr.obs) if config.normalize_observations else state.normalizer
+
+        epoch = lambda c, k: update_epoch(c, k, batch, networks=networks, config=config, mesh=mesh)  # noqa: E731
+        (params, opt_state), metrics = lax.scan(
+            epoch, (state.params, state.opt_state), jax.random.split(k_update, config.num_epochs)
+        )
+        metrics = jax.tree.map(jnp.mean, metrics)
+        n_ended = jnp.sum(ended)
+        denom = jnp.maximum(n_ended, jnp.ones_like(n_ended))
+        metrics = {
+            **metrics,
+            "train/episode_return": jnp.sum(ret_sum) / denom,
+            "train/episode_length": jnp.sum(len_sum) / denom,
+            "train/episodes": n_ended,  # the two means above are 0 when no episode ended
+        }
+        new = TrainState(
+            params=params,
+            opt_state=opt_state,
+            normalizer=norm,
+            env_state=env_state,
+            key=key,
+            step=state.step + config.batch_size,
+        )
+        return new, metrics
+
+    return jax.jit(iteration)
+
+
+def evaluate(
+    params: Any,
+    norm: normalizer.NormalizerState,
+    key: jax.Array,
+    *,
+    env: Env,
+    networks: Networks,
+    episode_length: int,
+    normalize_observations: bool = True,
+) -> dict[str, jax.Array]:
+    """Run the deterministic policy (the distribution's mode) for one episode on each environment of the
+    batched, non-resetting `env`; returns the mean `eval/episode_return` and `eval/episode_length`."""
+    dist = networks.policy.distribution
+    state = env.reset(key)
+    dtype = state.reward.dtype
+
+    def step(carry, _):
+        state, ret, length, alive = carry
+        obs = normalizer.normalize(norm, state.obs) if normalize_observations else state.obs
+        action = dist.mode(networks.policy.apply(params["policy"], obs))
+        new = env.step(state, action)
+        ret = ret + jnp.where(alive, new.reward, jnp.zeros_like(new.reward))
+        length = length + alive.astype(dtype)
+        alive = alive & ~(new.done | new.truncation)
+        return (new, ret, length, alive), None
+
+    zeros = jnp.zeros_like(state.reward)
+    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool))
+    (_, ret, length, _), _ = lax.scan(step, carry, None, length=episode_length)
+    return {"eval/episode_return": jnp.mean(ret), "eval/episode_length": jnp.mean(length)}
+
+
+def make_evaluate(config: Config, networks: Networks) -> Callable[[TrainState, jax.Array], dict[str, jax.Array]]:
+    """The jitted `evaluate(state, key)` on `config.num_eval_envs` fresh environments."""
+    eval_env = VmapWrapper(make(config.env, config.episode_length), config.num_eval_envs)
+    length = -(-config.episode_length // getattr(eval_env.env, "action_repeat", 1))
+
+    def run(state: TrainState, key: jax.Array) -> dict[str, jax.Array]:
+        return evaluate(
+            state.params,
+            state.normalizer,
+            key,
+            env=eval_env,
+            networks=networks,
+            episode_length=length,
+            normalize_observations=config.normalize_observations,
+        )
+
+    return jax.jit(run)
+
+
+def train(
+    config: Config,
+    progress_fn: Callable[[int, dict[str, float]], None] | None = None,
+    mesh: Mesh | None = None,
+) -> tuple[TrainState, list[dict[str, float]]]:
+    """Train PPO per `config` on `mesh` (all devices by default); returns the final state and one metrics
+    dict per iteration (evaluation metrics merged in every `eval_every` iterations and after the last)."""
+    config.validate()
+    mesh = podracer.make_mesh() if mesh is None else mesh
+    if config.num_envs % mesh.size:
+        raise ValueError(f"Config.num_envs = {config.num_envs} must be divisible by the {mesh.size} devices")
+    env = make_training_env(config)
+    networks = make_networks(config, env)
+    state = init_state(config, env, networks, mesh)
+    iteration = make_iteration(config, env, networks, mesh)
+    evaluate_fn = make_evaluate(config, networks) if config.eval_every else None
+    eval_key = jax.random.key(config.seed + 1)
+    num_iterations = max(1, -(-config.total_steps // config.batch_size))
+    history: list[dict[str, float]] = []
+    start = time.perf_counter()
+    for i in range(num_iterations):
+        state, metrics = iteration(state)
+        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        last = i == num_iterations - 1
+        if evaluate_fn is not None and ((i + 1) % config.eval_every == 0 or last):
+            eval_key, k = jax.random.split(eval_key)
+            metrics.update({k_: float(v) for k_, v in jax.device_get(evaluate_fn(state, k)).items()})
+        step = int(state.step)
+        metrics["step"] = float(step)
+        metrics["time/seconds"] = time.perf_counter() - start
+        history.append(metrics)
+        if progress_fn is not None:
+            progress_fn(step, metrics)
+    return state, history
+
+
+__all__ = [
+    "Networks",
+    "TrainState",
+    "Transition",
+    "evaluate",
+    "init_state",
+    "make_evaluate",
+    "make_iteration",
+    "make_networks",
+    "make_training_env",
+    "rollout",
+    "train",
+    "update_epoch",
+    "update_minibatch",
+]

@@ -1,0 +1,29 @@
+"""Podracer architectures (Hessel et al. 2021): the device and mesh plumbing shared by the agents.
+
+`anakin` holds the pieces of the Anakin layout: environments and learner on the same devices, one jitted
+iteration per rollout + update.
+"""
+
+from hurtle.podracer.anakin import (
+    DATA_AXIS,
+    batch_sharding,
+    device_put_batch,
+    device_put_replicated,
+    make_mesh,
+    maybe_initialize_distributed,
+    replicate,
+    replicated,
+    shard_batch,
+)
+
+__all__ = [
+    "DATA_AXIS",
+    "batch_sharding",
+    "device_put_batch",
+    "device_put_replicated",
+    "make_mesh",
+    "maybe_initialize_distributed",
+    "replicate",
+    "replicated",
+    "shard_batch",
+]

@@ -79,9 +79,9 @@ class ActionRepeat(Wrapper):
             s = tree_where(ended, s, new)
             return (s, total, ended | new.done | new.truncation), None
 
-        first = self.env.step(state, action)
-        carry = (first, first.reward, first.done | first.truncation)
-        (last, total, _), _ = lax.scan(body, carry, None, length=self.repeat - 1)
+        # one traced step in a scan (the input state is carried, so reset and step states must agree in type)
+        carry = (state, jnp.zeros_like(state.reward), jnp.zeros((), bool))
+        (last, total, _), _ = lax.scan(body, carry, None, length=self.repeat)
         return last.replace(reward=total)
 
 

@@ -25,3 +25,16 @@ def test_random_rollout_is_finite(name):
         ended += int(np.sum(np.asarray(state.done) | np.asarray(state.truncation)))
     assert obs.shape == (4,) + env.observation_space.shape and obs.dtype == env.observation_space.dtype
     assert ended > 0, "episodes ended (time limits at most 999 steps)"
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_reset_and_step_states_agree_in_type(name):
+    """A stepped state has the reset state's structure, shapes, dtypes and weak types, so `lax.scan` can
+    carry it (checked on abstract values: nothing is compiled)."""
+    env = batch(name)
+    first = jax.eval_shape(env.reset, jax.random.key(0))
+    actions = jax.ShapeDtypeStruct((4,) + env.action_space.shape, env.action_space.dtype)
+    after = jax.eval_shape(env.step, first, actions)
+    kinds = lambda tree: [(x.shape, x.dtype, x.weak_type) for x in jax.tree.leaves(tree)]
+    assert jax.tree.structure(first) == jax.tree.structure(after)
+    assert kinds(first) == kinds(after)

@@ -128,6 +128,7 @@ class PhysicsEnv(Env):
         return lax.fori_loop(0, self.n_frames, lambda _, d: hp.step(self.model, d), data)
 
     def with_model(self, model: hp.Model) -> PhysicsEnv:
+        self.observation_space  # noqa: B018 (derive it from the concrete model before `model` may be traced)
         new = copy.copy(self)
         new.model = model
         return new

@@ -110,7 +110,7 @@ def train(args: argparse.Namespace) -> None:
     try:
         config = Config(env=args.env, **overrides).validate()
         run_dir = prepare_run_dir(args.run_dir, resume=args.resume, config=config)
-    except (ValueError, FileExistsError) as e:
+    except (ValueError, FileExistsError, NotImplementedError) as e:
         sys.exit(f"hurtle train: {e}")
     from hurtle.agents.ppo.train import train as ppo_train
 
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument(
         "--resume",
         action="store_true",
-        help="allow a non-empty run directory (metrics are appended); resuming from checkpoints comes later",
+        help="reuse a non-empty run directory that has no logged metrics yet (resuming from checkpoints comes later)",
     )
     from hurtle.agents.ppo.config import Config
 

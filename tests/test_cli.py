@@ -46,6 +46,10 @@ def test_train_refuses_non_empty_run_dir(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["train", "cartpole", "--run-dir", str(run_dir), *TINY])
     assert str(run_dir) in str(e.value) and "--resume" in str(e.value)
+    # until checkpoints exist, --resume must not restart a run over its logged steps
+    with pytest.raises(SystemExit) as e:
+        cli.main(["train", "cartpole", "--run-dir", str(run_dir), "--resume", *TINY])
+    assert str(run_dir) in str(e.value) and "checkpoints" in str(e.value)
 
 
 def test_prepare_run_dir_default_and_empty(tmp_path, monkeypatch):

@@ -31,6 +31,13 @@ def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None) 
             raise FileExistsError(
                 f"run directory {path!r} is not empty; pass --resume to reuse it, or choose another --run-dir"
             )
+        metrics = os.path.join(path, "metrics.csv")
+        if resume and os.path.exists(metrics) and os.path.getsize(metrics) > 0:
+            # without checkpoints a resumed run would start over and duplicate the logged steps
+            raise NotImplementedError(
+                f"run directory {path!r} has logged metrics, and resuming needs checkpoints, which hurtle does "
+                "not write yet; choose another --run-dir"
+            )
     os.makedirs(path, exist_ok=True)
     if config is not None:
         data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)

@@ -49,7 +49,7 @@ def test_make_passes_task_arguments():
 def test_box():
     box = Box([-1.0, -np.inf, 0.0], [1.0, np.inf, np.inf], dtype=np.float32)
     assert box.shape == (3,) and box.size == 3 and box == Box([-1, -np.inf, 0], [1, np.inf, np.inf], (3,), np.float32)
-    samples = np.asarray(jax.vmap(box.sample)(jax.random.split(jax.random.key(0), 1000)))
+    samples = np.asarray(jax.jit(jax.vmap(box.sample))(jax.random.split(jax.random.key(0), 1000)))
     assert samples.dtype == np.float32 and np.all(np.isfinite(samples))
     assert all(box.contains(s) for s in samples) and samples[:, 1].min() < 0 < samples[:, 1].max()
     assert not box.contains(np.array([2.0, 0.0, 0.0])) and not box.contains(np.zeros(2))
@@ -59,7 +59,7 @@ def test_box():
 
 def test_discrete():
     space = Discrete(3)
-    values = np.asarray(jax.vmap(space.sample)(jax.random.split(jax.random.key(0), 300)))
+    values = np.asarray(jax.jit(jax.vmap(space.sample))(jax.random.split(jax.random.key(0), 300)))
     assert set(values.tolist()) == {0, 1, 2} and space.size == 3 and space.shape == ()
     assert space.contains(np.int64(2)) and not space.contains(3) and not space.contains(1.0)
     with pytest.raises(ValueError, match=r"integer scalar in \[0, 3\)"):

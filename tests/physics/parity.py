@@ -171,3 +171,16 @@ def contacts_from_mujoco(model: hp.Model, d: hp.Data, mj_data: mujoco.MjData) ->
         & jnp.asarray([c.exclude == 0 for c in cons] + [False] * (n - len(cons))),
     )
     return d.replace(contact=contact)
+
+
+def qpos_rollout(model: hp.Model, data: hp.Data, steps: int) -> jax.Array:
+    """qpos after each of `steps` hurtle steps, compiled as one scan."""
+
+    def roll(m, d):
+        def body(d, _):
+            d = hp.step(m, d)
+            return d, d.qpos
+
+        return jax.lax.scan(body, d, None, length=steps)[1]
+
+    return jax.jit(roll)(model, data)

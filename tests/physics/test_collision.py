@@ -84,14 +84,7 @@ def test_contact_trajectory_matches_mujoco():
     model = hp.from_mujoco(mm)
     md = mujoco.MjData(mm)
 
-    def roll(m, d):
-        def body(d, _):
-            d = hp.step(m, d)
-            return d, d.qpos
-
-        return jax.lax.scan(body, d, None, length=300)
-
-    dN, qpos = jax.jit(roll)(model, hp.from_mjdata(model, md, mm))
+    qpos = P.qpos_rollout(model, hp.from_mjdata(model, md, mm), 300)
     ref, ncon = [], 0
     for _ in range(300):
         mujoco.mj_step(mm, md)

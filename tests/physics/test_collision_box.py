@@ -153,14 +153,7 @@ def test_falling_boxes_and_capsules_match_mujoco():
     model = hp.from_mujoco(mm)
     md = mujoco.MjData(mm)
 
-    def roll(m, d):
-        def body(d, _):
-            d = hp.step(m, d)
-            return d, d.qpos
-
-        return jax.lax.scan(body, d, None, length=200)
-
-    _, qpos = jax.jit(roll)(model, hp.from_mjdata(model, md, mm))
+    qpos = P.qpos_rollout(model, hp.from_mjdata(model, md, mm), 200)
     ref, pairs = [], set()
     for _ in range(200):
         mujoco.mj_step(mm, md)

@@ -1,0 +1,175 @@
+"""Gymnasium's MuJoCo v5 arm and 3-D locomotion tasks (reacher, ant, humanoid, humanoidstandup, pusher)
+against Gymnasium itself: hurtle's model files compile to the same MjModel as Gymnasium's, and on
+Gymnasium's model file the task reproduces Gymnasium's observations, rewards (term by term) and
+terminations step by step.
+
+Each task's step is compiled once, as `jit(vmap(step))` on a batch of `BATCH`, and shared by the parity
+and the long random-rollout tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+
+import gymnasium
+import gymnasium.envs.mujoco
+import jax
+import mujoco
+import numpy as np
+import pytest
+
+import hurtle.envs as envs
+from hurtle.envs.manipulation.reacher import Reacher
+
+GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.envs.mujoco.__file__), "assets")
+BATCH = 8
+# observations, rewards and reward terms against Gymnasium over PARITY_STEPS steps, in float64
+PARITY_TOL = 1e-5
+PARITY_STEPS = 5
+ROLLOUT_STEPS = 1000
+# compiled MjModel fields of hurtle's model file against Gymnasium's (both compiled by MuJoCo)
+MODEL_TOL = 1e-12
+
+# name: (task class, Gymnasium id, Gymnasium's model file, Gymnasium's time limit)
+TASKS = {
+    "reacher": (Reacher, "Reacher-v5", "reacher.xml", 50),
+}
+
+MODEL_FIELDS = (
+    "body_parentid body_jntnum body_dofnum body_geomnum body_pos body_quat body_ipos body_iquat body_mass "
+    "body_inertia jnt_type jnt_bodyid jnt_qposadr jnt_dofadr jnt_pos jnt_axis jnt_limited jnt_range "
+    "jnt_stiffness jnt_margin jnt_solref jnt_solimp qpos0 qpos_spring dof_damping dof_armature "
+    "dof_frictionloss geom_type geom_bodyid geom_size geom_pos geom_quat geom_contype geom_conaffinity "
+    "geom_condim geom_friction geom_margin geom_gap geom_solref geom_solimp geom_priority actuator_trntype "
+    "actuator_trnid actuator_gear actuator_ctrllimited actuator_ctrlrange actuator_forcelimited "
+    "actuator_gainprm actuator_biasprm tendon_num wrap_objid wrap_prm tendon_stiffness tendon_damping "
+    "tendon_limited tendon_range"
+).split()
+MODEL_SIZES = "nq nv nu nbody njnt ngeom nsite ntendon neq".split()
+OPTIONS = "timestep gravity integrator iterations solver cone impratio tolerance wind density viscosity".split()
+NAMED = {"body": "nbody", "joint": "njnt", "geom": "ngeom", "actuator": "nu", "tendon": "ntendon"}
+
+
+def gym_xml(name: str) -> str:
+    return os.path.join(GYM_ASSETS, TASKS[name][2])
+
+
+@functools.cache
+def task(name: str) -> envs.PhysicsEnv:
+    """The hurtle task on Gymnasium's own model file."""
+    return TASKS[name][0](xml=gym_xml(name))
+
+
+@functools.cache
+def batch_step(name: str):
+    """The task's step, vmapped over a batch and jitted (compiled once per task for every test)."""
+    return jax.jit(jax.vmap(task(name).step))
+
+
+@functools.cache
+def batch_reset_to(name: str):
+    return jax.jit(jax.vmap(task(name).reset_to))
+
+
+def gym_env(name: str) -> gymnasium.Env:
+    """Gymnasium's task, its solver set to Newton at tolerance 1e-12 (hurtle solves with Newton)."""
+    env = gymnasium.make(TASKS[name][1])
+    env.unwrapped.model.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON
+    env.unwrapped.model.opt.tolerance = 1e-12
+    return env
+
+
+def world0(tree):
+    return jax.tree.map(lambda x: np.asarray(x[0]), tree)
+
+
+def tile(x) -> np.ndarray:
+    return np.tile(np.asarray(x), (BATCH,) + (1,) * np.ndim(x))
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_model_file_compiles_as_gymnasiums(name):
+    cls = TASKS[name][0]
+    path = os.path.join(os.path.dirname(inspect.getfile(cls)), cls.xml_path)
+    ours, theirs = mujoco.MjModel.from_xml_path(path), mujoco.MjModel.from_xml_path(gym_xml(name))
+    for field in MODEL_SIZES:
+        assert getattr(ours, field) == getattr(theirs, field), field
+    for field in MODEL_FIELDS:
+        np.testing.assert_allclose(getattr(ours, field), getattr(theirs, field), rtol=0, atol=MODEL_TOL, err_msg=field)
+    for field in OPTIONS:
+        np.testing.assert_array_equal(getattr(ours.opt, field), getattr(theirs.opt, field), err_msg=f"opt.{field}")
+    for kind, size in NAMED.items():
+        obj = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
+        names = [[mujoco.mj_id2name(m, obj, i) for i in range(getattr(m, size))] for m in (ours, theirs)]
+        assert names[0] == names[1], f"{kind} names"
+    # hurtle loads its own file and builds the task on it
+    assert cls().observation_space == task(name).observation_space
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_registered_with_gymnasiums_time_limit(name):
+    env = envs.make(name)
+    assert isinstance(env.unwrapped, TASKS[name][0]) and env.episode_length == TASKS[name][3]
+    assert gymnasium.spec(TASKS[name][1]).max_episode_steps == TASKS[name][3]
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_steps_match_gymnasium(name):
+    genv = gym_env(name)
+    rng = np.random.default_rng(0)
+    obs, _ = genv.reset(seed=3)
+    data = genv.unwrapped.data
+    state = batch_reset_to(name)(tile(data.qpos), tile(data.qvel))
+    np.testing.assert_allclose(world0(state.obs), obs, rtol=0, atol=PARITY_TOL, err_msg="observation at reset")
+    space = genv.action_space
+    for t in range(PARITY_STEPS):
+        action = rng.uniform(space.low, space.high)
+        obs, reward, terminated, _, info = genv.step(action)
+        state = batch_step(name)(state, tile(action))
+        here = world0(state)
+        np.testing.assert_allclose(here.obs, obs, rtol=0, atol=PARITY_TOL, err_msg=f"observation, step {t}")
+        np.testing.assert_allclose(here.reward, reward, rtol=0, atol=PARITY_TOL, err_msg=f"reward, step {t}")
+        assert bool(here.done) == terminated, f"terminated, step {t}"
+        reported = {k.removeprefix("reward_") for k in info if k.startswith("reward_")}
+        terms = {k.removeprefix("reward/") for k in here.metrics if k.startswith("reward/")}
+        assert reported <= terms, f"Gymnasium reports reward terms {reported - terms} the task lacks"
+        for term in reported:
+            got = here.metrics[f"reward/{term}"]
+            np.testing.assert_allclose(
+                got, info[f"reward_{term}"], rtol=0, atol=PARITY_TOL, err_msg=f"{term}, step {t}"
+            )
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_random_rollout_stays_finite(name):
+    env, step = task(name), batch_step(name)
+    rng = np.random.default_rng(1)
+    qpos, qvel = jax.jit(jax.vmap(env.reset_state))(jax.random.split(jax.random.key(2), BATCH))
+    state = batch_reset_to(name)(qpos, qvel)
+    space = env.action_space
+    for _ in range(ROLLOUT_STEPS):
+        state = step(state, rng.uniform(space.low, space.high, (BATCH,) + space.shape))
+    finite = [np.all(np.isfinite(x)) for x in jax.tree.leaves((state.obs, state.reward, state.physics.qpos))]
+    assert all(finite), "NaN or inf after the rollout"
+    assert float(state.physics.time[0]) == pytest.approx(ROLLOUT_STEPS * env.dt)
+
+
+def check_reacher_reset(qpos, qvel, qpos0):
+    assert np.all(np.abs(qpos[:, :2] - qpos0[:2]) <= 0.1) and np.all(np.abs(qvel[:, :2]) <= 0.005)
+    goal = np.linalg.norm(qpos[:, 2:], axis=1)
+    assert np.all(goal < 0.2) and goal.max() > 0.18, "target uniform on the disc of radius 0.2"
+    assert np.all(qvel[:, 2:] == 0.0), "target at rest"
+
+
+RESET_CHECKS = {"reacher": check_reacher_reset}
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_reset_state_distribution(name):
+    env = task(name)
+    qpos, qvel = jax.jit(jax.vmap(env.reset_state))(jax.random.split(jax.random.key(4), 1000))
+    qpos, qvel = np.asarray(qpos), np.asarray(qvel)
+    assert len({tuple(q) for q in qpos}) == len(qpos), "every key gives another start"
+    RESET_CHECKS[name](qpos, qvel, np.asarray(env.model.qpos0))

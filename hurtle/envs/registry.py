@@ -73,5 +73,8 @@ register("pendulum", "hurtle.envs.classic.pendulum:Pendulum", episode_length=200
 register("acrobot", "hurtle.envs.classic.acrobot:Acrobot", episode_length=500)
 register("mountain_car_continuous", "hurtle.envs.classic.mountain_car:MountainCarContinuous", episode_length=999)
 
+# Gymnasium MuJoCo v5 cart-pole and planar locomotion tasks
+register("inverted_pendulum", "hurtle.envs.locomotion.inverted_pendulum:InvertedPendulum", episode_length=1000)
+
 # Gymnasium MuJoCo v5 arm and 3-D locomotion tasks
 register("reacher", "hurtle.envs.manipulation.reacher:Reacher", episode_length=50)

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import hurtle.envs as envs
+from hurtle.envs.locomotion.ant import Ant
 from hurtle.envs.manipulation.reacher import Reacher
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.envs.mujoco.__file__), "assets")
@@ -35,6 +36,7 @@ MODEL_TOL = 1e-12
 # name: (task class, Gymnasium id, Gymnasium's model file, Gymnasium's time limit)
 TASKS = {
     "reacher": (Reacher, "Reacher-v5", "reacher.xml", 50),
+    "ant": (Ant, "Ant-v5", "ant.xml", 1000),
 }
 
 MODEL_FIELDS = (
@@ -163,7 +165,13 @@ def check_reacher_reset(qpos, qvel, qpos0):
     assert np.all(qvel[:, 2:] == 0.0), "target at rest"
 
 
-RESET_CHECKS = {"reacher": check_reacher_reset}
+def check_ant_reset(qpos, qvel, qpos0):
+    noise = qpos - qpos0
+    assert np.all(np.abs(noise) <= 0.1) and np.abs(noise).max() > 0.09, "qpos noise U(-0.1, 0.1)"
+    assert abs(qvel.mean()) < 0.01 and 0.09 < qvel.std() < 0.11, "qvel noise N(0, 0.1^2)"
+
+
+RESET_CHECKS = {"reacher": check_reacher_reset, "ant": check_ant_reset}
 
 
 @pytest.mark.parametrize("name", TASKS)

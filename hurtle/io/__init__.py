@@ -1,5 +1,6 @@
-"""Run directories: the config, metrics (CSV and TensorBoard) and the learning curve of a training run."""
+"""Run directories: the config, metrics (CSV and TensorBoard), checkpoints and the learning curve of a training run."""
 
-from hurtle.io.rundir import MetricsLog, default_run_dir, prepare_run_dir
+from hurtle.io.checkpoint import Checkpointer
+from hurtle.io.rundir import MetricsLog, default_run_dir, load_config, prepare_run_dir, read_metrics
 
-__all__ = ["MetricsLog", "default_run_dir", "prepare_run_dir"]
+__all__ = ["Checkpointer", "MetricsLog", "default_run_dir", "load_config", "prepare_run_dir", "read_metrics"]

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+
+def _csv_line(row: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerow(row)
+    return buf.getvalue()
 
 
 def default_run_dir(env: str, algo: str = "ppo", root: str = "runs") -> str:
@@ -31,49 +38,85 @@ def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None) 
             raise FileExistsError(
                 f"run directory {path!r} is not empty; pass --resume to reuse it, or choose another --run-dir"
             )
-        metrics = os.path.join(path, "metrics.csv")
-        if resume and os.path.exists(metrics) and os.path.getsize(metrics) > 0:
-            # without checkpoints a resumed run would start over and duplicate the logged steps
-            raise NotImplementedError(
-                f"run directory {path!r} has logged metrics, and resuming needs checkpoints, which hurtle does "
-                "not write yet; choose another --run-dir"
-            )
     os.makedirs(path, exist_ok=True)
     if config is not None:
         data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
-        with open(os.path.join(path, "config.json"), "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
+        _write_atomically(os.path.join(path, "config.json"), json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Replace `path`'s contents with `text` in one rename: readers see the old file or the new, never half."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def load_config(run_dir: str) -> dict[str, Any]:
+    """The `config.json` of a run directory, lists turned back into tuples."""
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{run_dir!r} is not a run directory: it has no config.json")
+    with open(path) as f:
+        data = json.load(f)
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+
+
+def read_metrics(run_dir: str) -> tuple[list[str], list[list[str]]]:
+    """The header and the complete rows of `metrics.csv` (a last line cut short by a kill is dropped)."""
+    path = os.path.join(run_dir, "metrics.csv")
+    if not os.path.exists(path):
+        return [], []
+    with open(path, newline="") as f:
+        text = f.read()
+    lines = text.splitlines(keepends=True)
+    rows = [r for r in csv.reader(line for line in lines if line.endswith("\n"))]
+    if not rows:
+        return [], []
+    header, body = rows[0], rows[1:]
+    return header, [r for r in body if len(r) == len(header)]
 
 
 class MetricsLog:
     """Appends one row per call to `metrics.csv` (columns `step`, `time_s`, then sorted metric names, fixed by the
     first row plus `columns`; missing values are left empty, later new names go to TensorBoard only), writes
-    TensorBoard scalars, and on `close()` plots `learning_curve.png` (eval/episode_return against step)."""
+    TensorBoard scalars, and on `close()` plots `learning_curve.png` (eval/episode_return against step).
+
+    `resume_step`: continue a run whose state was restored at that env step: rows logged after it (work
+    lost with the process) are removed from `metrics.csv`, and TensorBoard is told to discard its events
+    after it, so the resumed run's rows follow on without gaps or duplicates."""
 
     CURVE_KEY = "eval/episode_return"
 
-    def __init__(self, run_dir: str, columns: Iterable[str] = (), tensorboard: bool = True):
+    def __init__(
+        self, run_dir: str, columns: Iterable[str] = (), tensorboard: bool = True, resume_step: int | None = None
+    ):
         self.run_dir = run_dir
         self._extra = set(columns)
         self._fields: list[str] | None = None
         self._start = time.perf_counter()
         self._curve: list[tuple[int, float]] = []
         path = os.path.join(run_dir, "metrics.csv")
-        self._append = os.path.exists(path) and os.path.getsize(path) > 0
-        if self._append:
-            with open(path, newline="") as f:
-                header = next(csv.reader(f), None)
-            if header:
-                self._fields = header
+        header, rows = read_metrics(run_dir)
+        if resume_step is not None:
+            rows = [r for r in rows if int(r[0]) <= resume_step]
+            _write_atomically(path, "".join(_csv_line(r) for r in ([header] if header else []) + rows))
+        if header:
+            self._fields = header
+            if self.CURVE_KEY in header:
+                j = header.index(self.CURVE_KEY)
+                self._curve = [(int(r[0]), float(r[j])) for r in rows if r[j] != ""]
         self._file = open(path, "a", newline="")
         self._writer = csv.writer(self._file)
         self._tb = None
         if tensorboard:
             from tensorboardX import SummaryWriter
 
-            self._tb = SummaryWriter(logdir=run_dir)
+            purge = None if resume_step is None else resume_step + 1
+            self._tb = SummaryWriter(logdir=run_dir, purge_step=purge)
 
     def log(self, step: int, metrics: Mapping[str, float], time_s: float | None = None) -> None:
         metrics = {k: float(v) for k, v in metrics.items() if k not in ("step", "time_s")}

@@ -33,7 +33,7 @@ def test_config_is_frozen():
         ({"unroll_length": -3}, r"Config.unroll_length must be positive"),
         ({"num_minibatches": 0}, r"Config.num_minibatches must be positive"),
         ({"num_epochs": 0}, r"Config.num_epochs must be positive"),
-        ({"total_steps": -1}, r"Config.total_steps must be positive"),
+        ({"num_timesteps": -1}, r"Config.num_timesteps must be positive"),
         ({"episode_length": 0}, r"Config.episode_length must be positive"),
         ({"eval_every": -1}, r"Config.eval_every must be >= 0"),
         ({"learning_rate": 0.0}, r"Config.learning_rate must be positive"),

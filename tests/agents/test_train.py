@@ -7,13 +7,14 @@ import pytest
 from hurtle import podracer
 from hurtle.agents.ppo import train as ppo_train
 from hurtle.agents.ppo.config import Config
+from hurtle.agents.ppo.presets import PRESETS, preset
 
 SMALL = Config(
     num_envs=8,
     unroll_length=8,
     num_minibatches=4,
     num_epochs=2,
-    total_steps=128,
+    num_timesteps=128,
     eval_every=0,
     num_eval_envs=4,
     episode_length=50,
@@ -35,28 +36,23 @@ def _run(config, mesh, iterations, on_trace=None):
 
 
 @pytest.mark.slow
-def test_ppo_learns_cartpole():
-    config = Config(
-        num_envs=64,
-        unroll_length=32,
-        num_minibatches=8,
-        num_epochs=4,
-        total_steps=30 * 64 * 32,
-        learning_rate=1e-3,
-        eval_every=10,
-        num_eval_envs=16,
-        episode_length=500,
-        policy_hidden_sizes=(64, 64),
-        value_hidden_sizes=(64, 64),
-    )
+def test_cartpole_preset_solves_cartpole():
+    import dataclasses
+
+    config = dataclasses.replace(preset("cartpole"), checkpoint_every=0)
     _, history = ppo_train.train(config)
     evals = [m["eval/episode_return"] for m in history if "eval/episode_return" in m]
-    assert len(evals) == 3
-    assert history[-1]["step"] == config.total_steps
-    # a random policy keeps the pole up for about 20 steps; 500 is the time limit
-    assert evals[-1] >= 150, evals
+    assert history[-1]["step"] >= config.num_timesteps
+    # a random policy keeps the pole up for about 20 steps; 500 is the time limit, 475 Gymnasium's threshold
+    assert evals[-1] >= 475, evals
     # (an iteration in which no episode ended reports 0)
     assert max(m["train/episode_return"] for m in history) > 100
+
+
+def test_presets_are_valid_configs():
+    for env in PRESETS:
+        assert preset(env).validate().env == env
+        assert preset(env).checkpoint_every > 0  # presets checkpoint during the run
 
 
 def test_sharded_matches_single_device():
@@ -84,7 +80,7 @@ def test_iteration_compiles_once():
 
 def test_evaluate_and_train_smoke():
     seen = []
-    config = Config(**{**SMALL.__dict__, "eval_every": 1, "total_steps": 2 * SMALL.batch_size})
+    config = Config(**{**SMALL.__dict__, "eval_every": 1, "num_timesteps": 2 * SMALL.batch_size})
     state, history = ppo_train.train(config, progress_fn=lambda step, m: seen.append(step))
     assert seen == [SMALL.batch_size, 2 * SMALL.batch_size]
     for m in history:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
+
+import tyro
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
     """PPO hyper-parameters. `validate()` checks them before anything is traced."""
 
-    env: str = "cartpole"
+    env: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ENV")] = "cartpole"
     """The registered environment's name (`hurtle envs` lists them)."""
     num_envs: int = 2048
     """Environments stepped in parallel (over all devices)."""
@@ -19,7 +22,7 @@ class Config:
     """Minibatches a batch is split into for each epoch; must divide the batch size."""
     num_epochs: int = 4
     """Passes over each batch (updates per batch = `num_epochs * num_minibatches`)."""
-    total_steps: int = 10_000_000
+    num_timesteps: int = 10_000_000
     """Environment steps to train for (over all environments)."""
     learning_rate: float = 3e-4
     """Adam's step size."""
@@ -69,7 +72,7 @@ class Config:
         """Raise ValueError naming the first field at fault; return self when all is well."""
         from hurtle.envs import names
 
-        positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "total_steps", "episode_length")
+        positive = ("num_envs", "unroll_length", "num_minibatches", "num_epochs", "num_timesteps", "episode_length")
         positive += ("num_eval_envs",)
         for name in positive:
             if getattr(self, name) <= 0:

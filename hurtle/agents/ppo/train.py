@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax import lax
 from jax.sharding import Mesh
@@ -32,6 +33,7 @@ from hurtle.agents.ppo.config import Config
 from hurtle.envs import make
 from hurtle.envs.base import Env, State
 from hurtle.envs.wrappers import VmapWrapper, wrap_for_training
+from hurtle.io.checkpoint import Checkpointer
 from hurtle.nn import make_policy_network, make_value_network, normalizer
 from hurtle.nn.networks import PolicyNetwork, ValueNetwork
 from hurtle.physics.dataclass import pytree_dataclass
@@ -291,7 +293,8 @@ def evaluate(
     normalize_observations: bool = True,
 ) -> dict[str, jax.Array]:
     """Run the deterministic policy (the distribution's mode) for one episode on each environment of the
-    batched, non-resetting `env`; returns the mean `eval/episode_return` and `eval/episode_length`."""
+    batched, non-resetting `env`; returns each episode's return and length (`[num_envs]` arrays under
+    "episode_return" and "episode_length")."""
     dist = networks.policy.distribution
     state = env.reset(key)
     dtype = state.reward.dtype
@@ -309,18 +312,21 @@ def evaluate(
     zeros = jnp.zeros_like(state.reward)
     carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool))
     (_, ret, length, _), _ = lax.scan(step, carry, None, length=episode_length)
-    return {"eval/episode_return": jnp.mean(ret), "eval/episode_length": jnp.mean(length)}
+    return {"episode_return": ret, "episode_length": length}
 
 
-def make_evaluate(config: Config, networks: Networks) -> Callable[[TrainState, jax.Array], dict[str, jax.Array]]:
-    """The jitted `evaluate(state, key)` on `config.num_eval_envs` fresh environments."""
-    eval_env = VmapWrapper(make(config.env, config.episode_length), config.num_eval_envs)
+def make_evaluate(
+    config: Config, networks: Networks, num_episodes: int | None = None
+) -> Callable[[Any, normalizer.NormalizerState, jax.Array], dict[str, jax.Array]]:
+    """The jitted `evaluate(params, normalizer, key)` on `num_episodes` (default `config.num_eval_envs`) fresh
+    environments: per-episode returns and lengths."""
+    eval_env = VmapWrapper(make(config.env, config.episode_length), num_episodes or config.num_eval_envs)
     length = -(-config.episode_length // getattr(eval_env.env, "action_repeat", 1))
 
-    def run(state: TrainState, key: jax.Array) -> dict[str, jax.Array]:
+    def run(params: Any, norm: normalizer.NormalizerState, key: jax.Array) -> dict[str, jax.Array]:
         return evaluate(
-            state.params,
-            state.normalizer,
+            params,
+            norm,
             key,
             env=eval_env,
             networks=networks,
@@ -331,13 +337,36 @@ def make_evaluate(config: Config, networks: Networks) -> Callable[[TrainState, j
     return jax.jit(run)
 
 
+def eval_metrics(episodes: dict[str, Any]) -> dict[str, float]:
+    """The logged summary of `evaluate`'s episodes: mean return and length, and the return's spread."""
+    ret = np.asarray(episodes["episode_return"], np.float64)
+    return {
+        "eval/episode_return": float(ret.mean()),
+        "eval/episode_return_std": float(ret.std()),
+        "eval/episode_length": float(np.mean(episodes["episode_length"])),
+    }
+
+
+def policy_of(state: TrainState) -> dict[str, Any]:
+    """What acting needs: the parameters and the observation normaliser (a checkpoint's `policy` item)."""
+    return {"params": state.params, "normalizer": state.normalizer}
+
+
 def train(
     config: Config,
     progress_fn: Callable[[int, dict[str, float]], None] | None = None,
     mesh: Mesh | None = None,
+    checkpointer: Checkpointer | None = None,
+    resume: bool = False,
 ) -> tuple[TrainState, list[dict[str, float]]]:
     """Train PPO per `config` on `mesh` (all devices by default); returns the final state and one metrics
-    dict per iteration (evaluation metrics merged in every `eval_every` iterations and after the last)."""
+    dict per iteration run (evaluation metrics merged in every `eval_every` iterations and after the last).
+
+    With a `checkpointer`, a checkpoint is written every `config.checkpoint_every` iterations and after the
+    last. With `resume`, the run continues from the newest checkpoint (if any) exactly as if it had never
+    stopped: same parameters, environment states, random keys and step count; `time/seconds` continues
+    from the checkpoint's.
+    """
     config.validate()
     mesh = podracer.make_mesh() if mesh is None else mesh
     if config.num_envs % mesh.size:
@@ -348,35 +377,68 @@ def train(
     iteration = make_iteration(config, env, networks, mesh)
     evaluate_fn = make_evaluate(config, networks) if config.eval_every else None
     eval_key = jax.random.key(config.seed + 1)
-    num_iterations = max(1, -(-config.total_steps // config.batch_size))
+    num_iterations = max(1, -(-config.num_timesteps // config.batch_size))
+    first, elapsed = 0, 0.0
+    if resume and checkpointer is not None and checkpointer.latest_step() is not None:
+        state, meta = checkpointer.restore(state)
+        first, elapsed = int(meta["iteration"]), float(meta["time_s"])
+        eval_key = jax.random.wrap_key_data(np.asarray(meta["eval_key"], np.uint32))
     history: list[dict[str, float]] = []
-    start = time.perf_counter()
-    for i in range(num_iterations):
+    start = time.perf_counter() - elapsed
+    for i in range(first, num_iterations):
         state, metrics = iteration(state)
         metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
         last = i == num_iterations - 1
         if evaluate_fn is not None and ((i + 1) % config.eval_every == 0 or last):
             eval_key, k = jax.random.split(eval_key)
-            metrics.update({k_: float(v) for k_, v in jax.device_get(evaluate_fn(state, k)).items()})
+            metrics.update(eval_metrics(jax.device_get(evaluate_fn(state.params, state.normalizer, k))))
         step = int(state.step)
         metrics["step"] = float(step)
         metrics["time/seconds"] = time.perf_counter() - start
         history.append(metrics)
         if progress_fn is not None:
             progress_fn(step, metrics)
+        if checkpointer is not None and (last or (config.checkpoint_every and (i + 1) % config.checkpoint_every == 0)):
+            meta = {
+                "iteration": i + 1,
+                "step": step,
+                "time_s": metrics["time/seconds"],
+                "eval_key": np.asarray(jax.random.key_data(eval_key)).tolist(),
+            }
+            checkpointer.save(step, state, policy_of(state), meta)
+    if checkpointer is not None:
+        checkpointer.wait()
     return state, history
+
+
+def load_policy(
+    config: Config, checkpointer: Checkpointer, step: int | None = None
+) -> tuple[Networks, dict[str, Any], dict[str, Any]]:
+    """The networks of `config` with the parameters and normaliser of checkpoint `step` (the newest by
+    default), without building the training environments: `(networks, policy, meta)`."""
+    env = make(config.env, config.episode_length)
+    networks = make_networks(config, env)
+    k_policy, k_value = jax.random.split(jax.random.key(0))
+    params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}
+    obs_space = env.observation_space
+    like = {"params": params, "normalizer": normalizer.init(obs_space.shape, obs_space.dtype)}
+    policy, meta = checkpointer.restore_policy(like, step)
+    return networks, policy, meta
 
 
 __all__ = [
     "Networks",
     "TrainState",
     "Transition",
+    "eval_metrics",
     "evaluate",
+    "load_policy",
     "init_state",
     "make_evaluate",
     "make_iteration",
     "make_networks",
     "make_training_env",
+    "policy_of",
     "rollout",
     "train",
     "update_epoch",

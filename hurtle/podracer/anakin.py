@@ -77,13 +77,36 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
     return jax.tree.map(lambda x: jax.lax.with_sharding_constraint(x, replicated(mesh)), tree)
 
 
+def _place(x: Any, sharding: NamedSharding) -> jax.Array:
+    """`x` (the same global value in every process) as a global array with `sharding`: each process hands
+    over only the pieces its own devices hold, so this works on one host and on many."""
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return jax.device_put(x, sharding)
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
 def device_put_batch(tree: Any, mesh: Mesh, axis: int = 0) -> Any:
     """Place (outside jit) every leaf of `tree` split along `axis`; scalars replicated."""
     return jax.tree.map(
-        lambda x: jax.device_put(x, replicated(mesh) if np.ndim(x) <= axis else batch_sharding(mesh, axis)), tree
+        lambda x: _place(x, replicated(mesh) if np.ndim(x) <= axis else batch_sharding(mesh, axis)), tree
     )
 
 
 def device_put_replicated(tree: Any, mesh: Mesh) -> Any:
     """Place (outside jit) every leaf of `tree` whole on every device."""
-    return jax.tree.map(lambda x: jax.device_put(x, replicated(mesh)), tree)
+    return jax.tree.map(lambda x: _place(x, replicated(mesh)), tree)
+
+
+def host_value(tree: Any) -> Any:
+    """Bring replicated results (metrics, the step counter) to this host as numpy: every process reads its
+    own copy, which works where `jax.device_get` cannot (arrays spanning other hosts' devices)."""
+
+    def get(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            if not x.is_fully_replicated:
+                raise ValueError("host_value needs replicated arrays; gather a sharded one first")
+            return np.asarray(x.addressable_data(0))
+        return np.asarray(jax.device_get(x))
+
+    return jax.tree.map(get, tree)

@@ -387,12 +387,12 @@ def train(
     start = time.perf_counter() - elapsed
     for i in range(first, num_iterations):
         state, metrics = iteration(state)
-        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        metrics = {k: float(v) for k, v in podracer.host_value(metrics).items()}
         last = i == num_iterations - 1
         if evaluate_fn is not None and ((i + 1) % config.eval_every == 0 or last):
             eval_key, k = jax.random.split(eval_key)
-            metrics.update(eval_metrics(jax.device_get(evaluate_fn(state.params, state.normalizer, k))))
-        step = int(state.step)
+            metrics.update(eval_metrics(podracer.host_value(evaluate_fn(state.params, state.normalizer, k))))
+        step = int(podracer.host_value(state.step))
         metrics["step"] = float(step)
         metrics["time/seconds"] = time.perf_counter() - start
         history.append(metrics)

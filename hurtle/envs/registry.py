@@ -79,3 +79,5 @@ register("inverted_pendulum", "hurtle.envs.locomotion.inverted_pendulum:Inverted
 # Gymnasium MuJoCo v5 arm and 3-D locomotion tasks
 register("reacher", "hurtle.envs.manipulation.reacher:Reacher", episode_length=50)
 register("ant", "hurtle.envs.locomotion.ant:Ant", episode_length=1000)
+register("humanoid", "hurtle.envs.locomotion.humanoid:Humanoid", episode_length=1000)
+register("humanoidstandup", "hurtle.envs.locomotion.humanoidstandup:HumanoidStandup", episode_length=1000)

@@ -22,6 +22,8 @@ import pytest
 
 import hurtle.envs as envs
 from hurtle.envs.locomotion.ant import Ant
+from hurtle.envs.locomotion.humanoid import Humanoid
+from hurtle.envs.locomotion.humanoidstandup import HumanoidStandup
 from hurtle.envs.manipulation.reacher import Reacher
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.envs.mujoco.__file__), "assets")
@@ -33,10 +35,17 @@ ROLLOUT_STEPS = 1000
 # compiled MjModel fields of hurtle's model file against Gymnasium's (both compiled by MuJoCo)
 MODEL_TOL = 1e-12
 
+# tasks whose parity steps must include contact forces (cfrc_ext), and how far to lower the root (qpos[2])
+# from Gymnasium's reset for that (the humanoid's feet start 0.1 m above the floor)
+CONTACT_TASKS = ("ant", "humanoid", "humanoidstandup")
+PARITY_DROP = {"humanoid": 0.11}
+
 # name: (task class, Gymnasium id, Gymnasium's model file, Gymnasium's time limit)
 TASKS = {
     "reacher": (Reacher, "Reacher-v5", "reacher.xml", 50),
     "ant": (Ant, "Ant-v5", "ant.xml", 1000),
+    "humanoid": (Humanoid, "Humanoid-v5", "humanoid.xml", 1000),
+    "humanoidstandup": (HumanoidStandup, "HumanoidStandup-v5", "humanoidstandup.xml", 1000),
 }
 
 MODEL_FIELDS = (
@@ -47,9 +56,9 @@ MODEL_FIELDS = (
     "geom_condim geom_friction geom_margin geom_gap geom_solref geom_solimp geom_priority actuator_trntype "
     "actuator_trnid actuator_gear actuator_ctrllimited actuator_ctrlrange actuator_forcelimited "
     "actuator_gainprm actuator_biasprm tendon_num wrap_objid wrap_prm tendon_stiffness tendon_damping "
-    "tendon_limited tendon_range"
+    "tendon_limited tendon_range geom_user"
 ).split()
-MODEL_SIZES = "nq nv nu nbody njnt ngeom nsite ntendon neq".split()
+MODEL_SIZES = "nq nv nu nbody njnt ngeom nsite ntendon neq nkey nuser_geom".split()
 OPTIONS = "timestep gravity integrator iterations solver cone impratio tolerance wind density viscosity".split()
 NAMED = {"body": "nbody", "joint": "njnt", "geom": "ngeom", "actuator": "nu", "tendon": "ntendon"}
 
@@ -123,9 +132,12 @@ def test_steps_match_gymnasium(name):
     rng = np.random.default_rng(0)
     obs, _ = genv.reset(seed=3)
     data = genv.unwrapped.data
+    if name in PARITY_DROP:
+        genv.unwrapped.set_state(data.qpos - PARITY_DROP[name] * np.eye(len(data.qpos))[2], data.qvel.copy())
+        obs = genv.unwrapped._get_obs()
     state = batch_reset_to(name)(tile(data.qpos), tile(data.qvel))
     np.testing.assert_allclose(world0(state.obs), obs, rtol=0, atol=PARITY_TOL, err_msg="observation at reset")
-    space = genv.action_space
+    space, touched = genv.action_space, False
     for t in range(PARITY_STEPS):
         action = rng.uniform(space.low, space.high)
         obs, reward, terminated, _, info = genv.step(action)
@@ -134,6 +146,7 @@ def test_steps_match_gymnasium(name):
         np.testing.assert_allclose(here.obs, obs, rtol=0, atol=PARITY_TOL, err_msg=f"observation, step {t}")
         np.testing.assert_allclose(here.reward, reward, rtol=0, atol=PARITY_TOL, err_msg=f"reward, step {t}")
         assert bool(here.done) == terminated, f"terminated, step {t}"
+        touched |= bool(np.any(data.cfrc_ext != 0.0))
         reported = {k.removeprefix("reward_") for k in info if k.startswith("reward_")}
         terms = {k.removeprefix("reward/") for k in here.metrics if k.startswith("reward/")}
         assert reported <= terms, f"Gymnasium reports reward terms {reported - terms} the task lacks"
@@ -142,6 +155,8 @@ def test_steps_match_gymnasium(name):
             np.testing.assert_allclose(
                 got, info[f"reward_{term}"], rtol=0, atol=PARITY_TOL, err_msg=f"{term}, step {t}"
             )
+
+    assert touched or name not in CONTACT_TASKS, "no contact force during the parity steps"
 
 
 @pytest.mark.parametrize("name", TASKS)
@@ -171,7 +186,17 @@ def check_ant_reset(qpos, qvel, qpos0):
     assert abs(qvel.mean()) < 0.01 and 0.09 < qvel.std() < 0.11, "qvel noise N(0, 0.1^2)"
 
 
-RESET_CHECKS = {"reacher": check_reacher_reset, "ant": check_ant_reset}
+def check_humanoid_reset(qpos, qvel, qpos0):
+    for noise in (qpos - qpos0, qvel):
+        assert np.all(np.abs(noise) <= 0.01) and np.abs(noise).max() > 0.009, "noise U(-0.01, 0.01)"
+
+
+RESET_CHECKS = {
+    "reacher": check_reacher_reset,
+    "ant": check_ant_reset,
+    "humanoid": check_humanoid_reset,
+    "humanoidstandup": check_humanoid_reset,
+}
 
 
 @pytest.mark.parametrize("name", TASKS)

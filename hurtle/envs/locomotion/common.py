@@ -37,6 +37,11 @@ class GymnasiumTask(PhysicsEnv):
         data = super().pipeline_step(data, ctrl)
         return hp.rne_post_constraint(self.model, data) if self.needs_cfrc_ext else data
 
+    def control_dt(self) -> jax.Array:
+        """The control period `n_frames * opt.timestep` read from the model as an array: unlike `dt`, valid
+        when the model is traced (`with_model` under `jit`, domain randomisation of the timestep)."""
+        return self.model.opt.timestep * self.n_frames
+
 
 # -- reward terms --
 
@@ -131,3 +136,18 @@ def positions(qpos: jax.Array, exclude_current_positions: bool, n_excluded: int 
     """`qpos` without its first `n_excluded` entries (the root's x, or x and y) when
     `exclude_current_positions` (Gymnasium's `exclude_current_positions_from_observation`)."""
     return qpos[n_excluded:] if exclude_current_positions else qpos
+
+
+def forward_and_ctrl(
+    x_before: jax.Array,
+    x_after: jax.Array,
+    dt: float,
+    action: jax.Array,
+    forward_reward_weight: float,
+    ctrl_cost_weight: float,
+) -> dict[str, jax.Array]:
+    """The reward terms of the runners: `forward`, `forward_reward_weight` times the x velocity over the
+    step, and `ctrl`, minus `ctrl_cost(action, ctrl_cost_weight)` (Gymnasium's `reward_forward` and
+    `reward_ctrl`)."""
+    velocity = forward_velocity(x_before, x_after, dt)
+    return {"forward": forward_reward_weight * velocity, "ctrl": -ctrl_cost(action, ctrl_cost_weight)}

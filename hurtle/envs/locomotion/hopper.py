@@ -1,0 +1,84 @@
+"""Hopper-v5 on hurtle's physics: hop forward on one leg without falling.
+
+Model: `assets/hopper.xml` (Gymnasium's `hopper.xml`): torso, thigh, leg and foot with three actuated hinges;
+the root slides in x (`rootx`) and z (`rootz`, its position the torso's height) and turns about y (`rooty`).
+`ctrl` in [-1, 1]^3 (gear 200). RK4 with a 0.002 s timestep, frame_skip 4: a step is 0.008 s.
+
+Observation (11): `qpos[1:]` (5; all of `qpos`, 6, when `exclude_current_positions_from_observation` is
+False) then `qvel` (6) clipped to [-10, 10].
+Healthy: strictly inside the ranges: every element of `(qpos, qvel)[2:]` in healthy_state_range
+(-100, 100), the height `qpos[1]` in healthy_z_range (0.7, inf), the angle `qpos[2]` in
+healthy_angle_range (-0.2, 0.2).
+Reward terms: `forward` forward_reward_weight (1) times the x velocity of `rootx` over the step;
+`ctrl` -ctrl_cost_weight (1e-3) * sum(action^2); `survive` healthy_reward (1) while healthy.
+Termination: unhealthy, when terminate_when_unhealthy (True).
+Reset: `qpos0` and zero velocity, each plus U(-reset_noise_scale, reset_noise_scale) (5e-3).
+Episode length: 1000 steps (Gymnasium's time limit).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+
+import hurtle.physics as hp
+from hurtle.envs.locomotion import common
+
+
+class Hopper(common.GymnasiumTask):
+    """Gymnasium's Hopper-v5 (same keyword options and defaults); `xml` replaces the model file.
+    Walker2d shares its observation, reward and termination, with its own health check."""
+
+    xml_path = "assets/hopper.xml"
+
+    def __init__(
+        self,
+        xml: str | os.PathLike | None = None,
+        frame_skip: int = 4,
+        forward_reward_weight: float = 1.0,
+        ctrl_cost_weight: float = 1e-3,
+        healthy_reward: float = 1.0,
+        terminate_when_unhealthy: bool = True,
+        healthy_state_range: common.Range = (-100.0, 100.0),
+        healthy_z_range: common.Range = (0.7, float("inf")),
+        healthy_angle_range: common.Range = (-0.2, 0.2),
+        reset_noise_scale: float = 5e-3,
+        exclude_current_positions_from_observation: bool = True,
+    ):
+        super().__init__(xml, frame_skip)
+        self.forward_reward_weight = float(forward_reward_weight)
+        self.ctrl_cost_weight = float(ctrl_cost_weight)
+        self.healthy_reward = float(healthy_reward)
+        self.terminate_when_unhealthy = bool(terminate_when_unhealthy)
+        self.healthy_state_range = healthy_state_range
+        self.healthy_z_range = healthy_z_range
+        self.healthy_angle_range = healthy_angle_range
+        self.reset_noise_scale = float(reset_noise_scale)
+        self.exclude_current_positions_from_observation = bool(exclude_current_positions_from_observation)
+
+    def is_healthy(self, data: hp.Data) -> jax.Array:
+        """Whether the state is healthy (see the module's docstring)."""
+        state = jnp.concatenate([data.qpos, data.qvel])[2:]
+        return (
+            common.in_range(state, self.healthy_state_range)
+            & common.in_range(data.qpos[1], self.healthy_z_range)
+            & common.in_range(data.qpos[2], self.healthy_angle_range)
+        )
+
+    def observation(self, data: hp.Data) -> jax.Array:
+        qpos = common.positions(data.qpos, self.exclude_current_positions_from_observation)
+        return jnp.concatenate([qpos, jnp.clip(data.qvel, -10.0, 10.0)])
+
+    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
+        terms = common.forward_and_ctrl(
+            before.qpos[0], after.qpos[0], self.control_dt(), action, self.forward_reward_weight, self.ctrl_cost_weight
+        )
+        return {**terms, "survive": common.healthy_reward(self.is_healthy(after), self.healthy_reward, self.dtype)}
+
+    def terminated(self, data: hp.Data) -> jax.Array:
+        return common.unhealthy_termination(self.is_healthy(data), self.terminate_when_unhealthy)
+
+    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return common.noisy_reset(self, key, self.reset_noise_scale, qvel_noise="uniform")

@@ -75,6 +75,15 @@ register("mountain_car_continuous", "hurtle.envs.classic.mountain_car:MountainCa
 
 # Gymnasium MuJoCo v5 cart-pole and planar locomotion tasks
 register("inverted_pendulum", "hurtle.envs.locomotion.inverted_pendulum:InvertedPendulum", episode_length=1000)
+register(
+    "inverted_double_pendulum",
+    "hurtle.envs.locomotion.inverted_double_pendulum:InvertedDoublePendulum",
+    episode_length=1000,
+)
+register("halfcheetah", "hurtle.envs.locomotion.half_cheetah:HalfCheetah", episode_length=1000)
+register("hopper", "hurtle.envs.locomotion.hopper:Hopper", episode_length=1000)
+register("walker2d", "hurtle.envs.locomotion.walker2d:Walker2d", episode_length=1000)
+register("swimmer", "hurtle.envs.locomotion.swimmer:Swimmer", episode_length=1000)
 
 # Gymnasium MuJoCo v5 arm and 3-D locomotion tasks
 register("reacher", "hurtle.envs.manipulation.reacher:Reacher", episode_length=50)

@@ -19,14 +19,19 @@ import numpy as np
 import pytest
 
 import hurtle.envs as envs
+from hurtle.envs.locomotion.half_cheetah import HalfCheetah
+from hurtle.envs.locomotion.hopper import Hopper
+from hurtle.envs.locomotion.inverted_double_pendulum import InvertedDoublePendulum
 from hurtle.envs.locomotion.inverted_pendulum import InvertedPendulum
+from hurtle.envs.locomotion.swimmer import Swimmer
+from hurtle.envs.locomotion.walker2d import Walker2d
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 OWN_ASSETS = os.path.join(os.path.dirname(envs.__file__), "locomotion", "assets")
 
 # float64 hurtle vs MuJoCo C (Newton, tolerance 1e-12) over a few steps: the engine's own parity is ~1e-10
 PARITY_TOL = 1e-5
-PARITY_STEPS = 5
+PARITY_STEPS = 30  # long enough for Hopper and Walker2d to reach the floor, and for several tasks to terminate
 ROLLOUT_STEPS = 1000
 BATCH = 8
 
@@ -38,8 +43,15 @@ class Spec:
     gym_xml: str  # Gymnasium's model file
     own_xml: str  # hurtle's
     terms: tuple[tuple[str, str], ...]  # (hurtle reward term, Gymnasium info key)
+    qvel_noise: str  # the reset's velocity noise: "uniform" or "normal"
+    options: tuple[str, ...] = ()  # boolean options that change the observation
     episode_length: int = 1000
 
+
+RUNNER_TERMS = (("forward", "reward_forward"), ("ctrl", "reward_ctrl"))
+WALKER_TERMS = RUNNER_TERMS + (("survive", "reward_survive"),)
+
+EXCL = ("exclude_current_positions_from_observation",)
 
 SPECS = {
     "inverted_pendulum": Spec(
@@ -48,7 +60,26 @@ SPECS = {
         "inverted_pendulum.xml",
         "inverted_pendulum.xml",
         (("survive", "reward_survive"),),
+        "uniform",
     ),
+    "inverted_double_pendulum": Spec(
+        InvertedDoublePendulum,
+        "InvertedDoublePendulum-v5",
+        "inverted_double_pendulum.xml",
+        "inverted_double_pendulum.xml",
+        (
+            ("survive", "reward_survive"),
+            ("distance_penalty", "distance_penalty"),
+            ("velocity_penalty", "velocity_penalty"),
+        ),
+        "normal",
+    ),
+    "halfcheetah": Spec(
+        HalfCheetah, "HalfCheetah-v5", "half_cheetah.xml", "half_cheetah.xml", RUNNER_TERMS, "normal", EXCL
+    ),
+    "hopper": Spec(Hopper, "Hopper-v5", "hopper.xml", "hopper.xml", WALKER_TERMS, "uniform", EXCL),
+    "walker2d": Spec(Walker2d, "Walker2d-v5", "walker2d_v5.xml", "walker2d.xml", WALKER_TERMS, "uniform", EXCL),
+    "swimmer": Spec(Swimmer, "Swimmer-v5", "swimmer.xml", "swimmer.xml", RUNNER_TERMS, "uniform", EXCL),
 }
 
 # MjModel fields that define the physics (geom_size after fromto, masses and inertias after inertiafromgeom)
@@ -167,3 +198,27 @@ def test_random_rollout_stays_finite(name):
     for label, x in (("qpos", state.physics.qpos), ("qvel", state.physics.qvel), ("obs", state.obs)):
         assert np.all(np.isfinite(np.asarray(x))), f"{name}: {label} not finite after {ROLLOUT_STEPS} steps"
     assert np.all(np.isfinite(np.asarray(state.reward)))
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_options_change_the_observation_as_in_gymnasium(name):
+    spec = SPECS[name]
+    for option in spec.options:
+        env = spec.cls(xml=os.path.join(GYM_ASSETS, spec.gym_xml), **{option: False})
+        gym_env = gymnasium.make(spec.gym_id, **{option: False})
+        assert env.observation_space.shape == gym_env.observation_space.shape, f"{name}: {option}=False"
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_reset_noise(name):
+    env, spec = task(name), SPECS[name]
+    scale = env.reset_noise_scale
+    qpos, qvel = jax.jit(jax.vmap(env.reset_state))(jax.random.split(jax.random.key(0), 2000))
+    dq = np.asarray(qpos) - np.asarray(env.model.qpos0)
+    assert np.all(np.abs(dq) <= scale) and np.abs(dq).max() > 0.9 * scale
+    assert np.std(dq) == pytest.approx(scale / np.sqrt(3), rel=0.05), "qpos: U(-scale, scale)"
+    qvel = np.asarray(qvel)
+    if spec.qvel_noise == "uniform":
+        assert np.all(np.abs(qvel) <= scale) and np.std(qvel) == pytest.approx(scale / np.sqrt(3), rel=0.05)
+    else:
+        assert np.abs(qvel).max() > 2 * scale and np.std(qvel) == pytest.approx(scale, rel=0.05)

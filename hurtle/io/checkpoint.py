@@ -27,16 +27,30 @@ def _is_key(x: Any) -> bool:
     return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def to_storable(tree: Any) -> Any:
-    """`tree` with every typed PRNG key replaced by its raw uint32 data."""
-    return jax.tree.map(lambda x: jax.random.key_data(x) if _is_key(x) else x, tree)
+def to_storable(tree: Any) -> dict[str, Any]:
+    """`tree` as a flat dict keyed by each leaf's path, typed PRNG keys as their raw uint32 data; empty
+    arrays (a model without activations has a `[0]`-shaped `act`) are left out: orbax cannot store them."""
+    flat = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {
+        jax.tree_util.keystr(path): jax.random.key_data(x) if _is_key(x) else x
+        for path, x in flat
+        if np.size(x) > 0 or _is_key(x)
+    }
 
 
-def from_storable(stored: Any, like: Any) -> Any:
-    """Undo `to_storable`: re-wrap the leaves that are typed keys in `like` (same structure)."""
-    return jax.tree.map(
-        lambda s, t: jax.random.wrap_key_data(s, impl=jax.random.key_impl(t)) if _is_key(t) else s, stored, like
-    )
+def from_storable(stored: dict[str, Any], like: Any) -> Any:
+    """Undo `to_storable` into the structure of `like`: keys re-wrapped, empty arrays taken from `like`."""
+    flat, treedef = jax.tree_util.tree_flatten_with_path(like)
+    leaves = []
+    for path, t in flat:
+        name = jax.tree_util.keystr(path)
+        if name not in stored:
+            leaves.append(t)
+        elif _is_key(t):
+            leaves.append(jax.random.wrap_key_data(stored[name], impl=jax.random.key_impl(t)))
+        else:
+            leaves.append(stored[name])
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def abstract(tree: Any) -> Any:

@@ -24,10 +24,11 @@ import hurtle.envs as envs
 from hurtle.envs.locomotion.ant import Ant
 from hurtle.envs.locomotion.humanoid import Humanoid
 from hurtle.envs.locomotion.humanoidstandup import HumanoidStandup
+from hurtle.envs.manipulation.pusher import Pusher
 from hurtle.envs.manipulation.reacher import Reacher
 
 GYM_ASSETS = os.path.join(os.path.dirname(gymnasium.envs.mujoco.__file__), "assets")
-BATCH = 8
+BATCH = 2  # small: the 1,000-step rollouts' time grows with it on CPU
 # observations, rewards and reward terms against Gymnasium over PARITY_STEPS steps, in float64
 PARITY_TOL = 1e-5
 PARITY_STEPS = 5
@@ -46,7 +47,16 @@ TASKS = {
     "ant": (Ant, "Ant-v5", "ant.xml", 1000),
     "humanoid": (Humanoid, "Humanoid-v5", "humanoid.xml", 1000),
     "humanoidstandup": (HumanoidStandup, "HumanoidStandup-v5", "humanoidstandup.xml", 1000),
+    "pusher": (Pusher, "Pusher-v5", "pusher_v5.xml", 100),
 }
+# hurtle refuses Gymnasium's pusher model (and its own) at load: its gripper capsules touch the cylinder
+CAPSULE_CYLINDER = pytest.mark.xfail(
+    raises=NotImplementedError, strict=True, reason="capsule-cylinder collisions not yet supported (#4)"
+)
+# the tasks as hurtle runs them: the pusher's tests are expected to fail at load until that pair lands; the
+# humanoids' step takes about a minute to compile on 2 cores
+MARKS = {"pusher": CAPSULE_CYLINDER, "humanoid": pytest.mark.slow, "humanoidstandup": pytest.mark.slow}
+HURTLE_TASKS = [pytest.param(name, marks=MARKS.get(name, ())) for name in TASKS]
 
 MODEL_FIELDS = (
     "body_parentid body_jntnum body_dofnum body_geomnum body_pos body_quat body_ipos body_iquat body_mass "
@@ -84,6 +94,13 @@ def batch_reset_to(name: str):
     return jax.jit(jax.vmap(task(name).reset_to))
 
 
+@functools.cache
+def reset_states(name: str, n: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """`n` initial (qpos, qvel) drawn by the task's `reset_state`."""
+    qpos, qvel = jax.jit(jax.vmap(task(name).reset_state))(jax.random.split(jax.random.key(4), n))
+    return np.asarray(qpos), np.asarray(qvel)
+
+
 def gym_env(name: str) -> gymnasium.Env:
     """Gymnasium's task, its solver set to Newton at tolerance 1e-12 (hurtle solves with Newton)."""
     env = gymnasium.make(TASKS[name][1])
@@ -115,18 +132,18 @@ def test_model_file_compiles_as_gymnasiums(name):
         obj = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
         names = [[mujoco.mj_id2name(m, obj, i) for i in range(getattr(m, size))] for m in (ours, theirs)]
         assert names[0] == names[1], f"{kind} names"
-    # hurtle loads its own file and builds the task on it
-    assert cls().observation_space == task(name).observation_space
 
 
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("name", HURTLE_TASKS)
 def test_registered_with_gymnasiums_time_limit(name):
+    # hurtle loads its own file and builds the task on it
+    assert TASKS[name][0]().observation_space == task(name).observation_space
     env = envs.make(name)
     assert isinstance(env.unwrapped, TASKS[name][0]) and env.episode_length == TASKS[name][3]
     assert gymnasium.spec(TASKS[name][1]).max_episode_steps == TASKS[name][3]
 
 
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("name", HURTLE_TASKS)
 def test_steps_match_gymnasium(name):
     genv = gym_env(name)
     rng = np.random.default_rng(0)
@@ -159,12 +176,12 @@ def test_steps_match_gymnasium(name):
     assert touched or name not in CONTACT_TASKS, "no contact force during the parity steps"
 
 
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("name", HURTLE_TASKS)
 def test_random_rollout_stays_finite(name):
     env, step = task(name), batch_step(name)
     rng = np.random.default_rng(1)
-    qpos, qvel = jax.jit(jax.vmap(env.reset_state))(jax.random.split(jax.random.key(2), BATCH))
-    state = batch_reset_to(name)(qpos, qvel)
+    qpos, qvel = reset_states(name)
+    state = batch_reset_to(name)(qpos[:BATCH], qvel[:BATCH])
     space = env.action_space
     for _ in range(ROLLOUT_STEPS):
         state = step(state, rng.uniform(space.low, space.high, (BATCH,) + space.shape))
@@ -191,18 +208,25 @@ def check_humanoid_reset(qpos, qvel, qpos0):
         assert np.all(np.abs(noise) <= 0.01) and np.abs(noise).max() > 0.009, "noise U(-0.01, 0.01)"
 
 
+def check_pusher_reset(qpos, qvel, qpos0):
+    assert np.all(qpos[:, :7] == qpos0[:7]) and np.all(np.abs(qvel[:, :7]) <= 0.005), "arm at qpos0, slow"
+    obj = qpos[:, 7:9]  # the object's slides, y then x
+    assert np.all((obj >= [-0.3, -0.2]) & (obj <= [0.0, 0.2])), "object in its box"
+    assert np.all(np.linalg.norm(obj, axis=1) > 0.17), "object more than 0.17 from the goal"
+    assert np.all(qpos[:, 9:] == 0.0) and np.all(qvel[:, 7:] == 0.0), "goal at the origin, both at rest"
+
+
 RESET_CHECKS = {
     "reacher": check_reacher_reset,
     "ant": check_ant_reset,
     "humanoid": check_humanoid_reset,
     "humanoidstandup": check_humanoid_reset,
+    "pusher": check_pusher_reset,
 }
 
 
-@pytest.mark.parametrize("name", TASKS)
+@pytest.mark.parametrize("name", HURTLE_TASKS)
 def test_reset_state_distribution(name):
-    env = task(name)
-    qpos, qvel = jax.jit(jax.vmap(env.reset_state))(jax.random.split(jax.random.key(4), 1000))
-    qpos, qvel = np.asarray(qpos), np.asarray(qvel)
+    qpos, qvel = reset_states(name)
     assert len({tuple(q) for q in qpos}) == len(qpos), "every key gives another start"
-    RESET_CHECKS[name](qpos, qvel, np.asarray(env.model.qpos0))
+    RESET_CHECKS[name](qpos, qvel, np.asarray(task(name).model.qpos0))

@@ -206,23 +206,38 @@ def rk4(m: Model, d: Data) -> Data:
                 return v
             return v.at[rot].set(dexp_inv(theta[rot], v[rot]))
 
-        thetas = [jnp.zeros_like(d.qvel)]
-        rates, accs, adots = [rate(d.qvel, thetas[0])], [d.qacc], [d.act_dot]
-        for row in _RK4_A:
-            dv = sum(a * v for a, v in zip(row, rates))
-            da = sum(a * x for a, x in zip(row, accs))
-            dact = sum(a * x for a, x in zip(row, adots))
+        # The three intermediate stages run as one lax.scan, so `forward` is compiled once for all of them
+        # (a Python loop would trace it three times). Stage i combines the stored rates with row i of the
+        # Butcher tableau, padded with zeros: RK4's rows have one non-zero entry, so the sums are exact.
+        n = len(_RK4_A) + 1
+        dtype = d.qvel.dtype
+        a = jnp.asarray([list(row) + [0.0] * (n - len(row)) for row in _RK4_A], dtype)
+        c = jnp.asarray([sum(row) for row in _RK4_A], dtype)
+
+        def put(stack, i, x):
+            return stack.at[i].set(x)
+
+        rates = put(jnp.zeros((n,) + d.qvel.shape, dtype), 0, rate(d.qvel, jnp.zeros_like(d.qvel)))
+        accs = put(jnp.zeros((n,) + d.qacc.shape, dtype), 0, d.qacc)
+        adots = put(jnp.zeros((n,) + d.act_dot.shape, d.act_dot.dtype), 0, d.act_dot)
+
+        def stage(carry, inputs):
+            d, rates, accs, adots = carry
+            i, row, ci = inputs
+            dv, da, dact = row @ rates, row @ accs, row.astype(adots.dtype) @ adots
             d = d.replace(
                 qpos=integrate_pos(m, qpos0, dv, dt),
                 qvel=qvel0 + dt * da,
                 act=act0 + dt * dact,
-                time=time0 + sum(row) * dt,
+                time=time0 + ci * dt,
             )
             d = forward(m, d)
-            thetas.append(dt * dv)
-            rates.append(rate(d.qvel, thetas[-1]))
-            accs.append(d.qacc)
-            adots.append(d.act_dot)
+            carry = (d, put(rates, i, rate(d.qvel, dt * dv)), put(accs, i, d.qacc), put(adots, i, d.act_dot))
+            return carry, None
+
+        steps = (jnp.arange(1, n), a, c)
+        (d, rates, accs, adots), _ = jax.lax.scan(stage, (d, rates, accs, adots), steps)
+        rates, accs, adots = list(rates), list(accs), list(adots)
         dv = sum(b * v for b, v in zip(_RK4_B, rates))
         da = sum(b * x for b, x in zip(_RK4_B, accs))
         dact = sum(b * x for b, x in zip(_RK4_B, adots))

@@ -16,6 +16,7 @@ Costs are returned positive, as Gymnasium defines them; a task's reward term is 
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 import jax
@@ -41,6 +42,79 @@ class GymnasiumTask(PhysicsEnv):
         """The control period `n_frames * opt.timestep` read from the model as an array: unlike `dt`, valid
         when the model is traced (`with_model` under `jit`, domain randomisation of the timestep)."""
         return self.model.opt.timestep * self.n_frames
+
+
+class Runner(GymnasiumTask):
+    """A task rewarded for moving forward along x at a control cost: Gymnasium's HalfCheetah, Swimmer,
+    Hopper and Walker2d.
+
+    Observation: `qpos` less its first `n_excluded` entries (unless `exclude_current_positions` is False),
+    then `qvel`, clipped to [-qvel_clip, qvel_clip] when `qvel_clip` is set. Reward terms: `forward`,
+    `forward_reward_weight` times the x velocity of `qpos[0]` over the step, and `ctrl`, minus
+    `ctrl_cost_weight * sum(action^2)`. Reset: `noisy_reset` with `qvel_noise`.
+    """
+
+    n_excluded: ClassVar[int] = 1
+    qvel_clip: ClassVar[float | None] = None
+    qvel_noise: ClassVar[str] = "uniform"
+
+    def __init__(
+        self,
+        xml: str | os.PathLike | None,
+        frame_skip: int,
+        *,
+        forward_reward_weight: float,
+        ctrl_cost_weight: float,
+        reset_noise_scale: float,
+        exclude_current_positions_from_observation: bool,
+    ):
+        super().__init__(xml, frame_skip)
+        self.forward_reward_weight = float(forward_reward_weight)
+        self.ctrl_cost_weight = float(ctrl_cost_weight)
+        self.reset_noise_scale = float(reset_noise_scale)
+        self.exclude_current_positions_from_observation = bool(exclude_current_positions_from_observation)
+
+    def observation(self, data: hp.Data) -> jax.Array:
+        qpos = positions(data.qpos, self.exclude_current_positions_from_observation, self.n_excluded)
+        qvel = data.qvel if self.qvel_clip is None else jnp.clip(data.qvel, -self.qvel_clip, self.qvel_clip)
+        return jnp.concatenate([qpos, qvel])
+
+    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
+        return forward_and_ctrl(
+            before.qpos[0], after.qpos[0], self.control_dt(), action, self.forward_reward_weight, self.ctrl_cost_weight
+        )
+
+    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return noisy_reset(self, key, self.reset_noise_scale, self.qvel_noise)
+
+
+class HealthyRunner(Runner):
+    """A `Runner` that must stay healthy (Hopper, Walker2d): a `survive` term of `healthy_reward` while
+    `is_healthy(data)`, and termination when unhealthy if `terminate_when_unhealthy`."""
+
+    def __init__(
+        self,
+        xml: str | os.PathLike | None,
+        frame_skip: int,
+        *,
+        healthy_reward: float,
+        terminate_when_unhealthy: bool,
+        **runner_options,
+    ):
+        super().__init__(xml, frame_skip, **runner_options)
+        self.healthy_reward = float(healthy_reward)
+        self.terminate_when_unhealthy = bool(terminate_when_unhealthy)
+
+    def is_healthy(self, data: hp.Data) -> jax.Array:
+        """Whether the state is healthy (a boolean scalar)."""
+        raise NotImplementedError(f"{type(self).__name__} must define is_healthy(data)")
+
+    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
+        survive = healthy_reward(self.is_healthy(after), self.healthy_reward, self.dtype)
+        return {**super().reward_terms(before, after, action), "survive": survive}
+
+    def terminated(self, data: hp.Data) -> jax.Array:
+        return unhealthy_termination(self.is_healthy(data), self.terminate_when_unhealthy)
 
 
 # -- reward terms --

@@ -27,11 +27,11 @@ import hurtle.physics as hp
 from hurtle.envs.locomotion import common
 
 
-class Hopper(common.GymnasiumTask):
-    """Gymnasium's Hopper-v5 (same keyword options and defaults); `xml` replaces the model file.
-    Walker2d shares its observation, reward and termination, with its own health check."""
+class Hopper(common.HealthyRunner):
+    """Gymnasium's Hopper-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
     xml_path = "assets/hopper.xml"
+    qvel_clip = 10.0
 
     def __init__(
         self,
@@ -47,38 +47,24 @@ class Hopper(common.GymnasiumTask):
         reset_noise_scale: float = 5e-3,
         exclude_current_positions_from_observation: bool = True,
     ):
-        super().__init__(xml, frame_skip)
-        self.forward_reward_weight = float(forward_reward_weight)
-        self.ctrl_cost_weight = float(ctrl_cost_weight)
-        self.healthy_reward = float(healthy_reward)
-        self.terminate_when_unhealthy = bool(terminate_when_unhealthy)
+        super().__init__(
+            xml,
+            frame_skip,
+            forward_reward_weight=forward_reward_weight,
+            ctrl_cost_weight=ctrl_cost_weight,
+            healthy_reward=healthy_reward,
+            terminate_when_unhealthy=terminate_when_unhealthy,
+            reset_noise_scale=reset_noise_scale,
+            exclude_current_positions_from_observation=exclude_current_positions_from_observation,
+        )
         self.healthy_state_range = healthy_state_range
         self.healthy_z_range = healthy_z_range
         self.healthy_angle_range = healthy_angle_range
-        self.reset_noise_scale = float(reset_noise_scale)
-        self.exclude_current_positions_from_observation = bool(exclude_current_positions_from_observation)
 
     def is_healthy(self, data: hp.Data) -> jax.Array:
-        """Whether the state is healthy (see the module's docstring)."""
         state = jnp.concatenate([data.qpos, data.qvel])[2:]
         return (
             common.in_range(state, self.healthy_state_range)
             & common.in_range(data.qpos[1], self.healthy_z_range)
             & common.in_range(data.qpos[2], self.healthy_angle_range)
         )
-
-    def observation(self, data: hp.Data) -> jax.Array:
-        qpos = common.positions(data.qpos, self.exclude_current_positions_from_observation)
-        return jnp.concatenate([qpos, jnp.clip(data.qvel, -10.0, 10.0)])
-
-    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
-        terms = common.forward_and_ctrl(
-            before.qpos[0], after.qpos[0], self.control_dt(), action, self.forward_reward_weight, self.ctrl_cost_weight
-        )
-        return {**terms, "survive": common.healthy_reward(self.is_healthy(after), self.healthy_reward, self.dtype)}
-
-    def terminated(self, data: hp.Data) -> jax.Array:
-        return common.unhealthy_termination(self.is_healthy(data), self.terminate_when_unhealthy)
-
-    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return common.noisy_reset(self, key, self.reset_noise_scale, qvel_noise="uniform")

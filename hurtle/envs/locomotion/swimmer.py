@@ -9,25 +9,22 @@ Observation (8): `qpos[2:]` (3; all of `qpos`, 5, when `exclude_current_position
 False) then `qvel` (5).
 Reward terms: `forward` forward_reward_weight (1) times the root's x velocity over the step;
 `ctrl` -ctrl_cost_weight (1e-4) * sum(action^2).
-Termination: never. Reset: `qpos0` and zero velocity, each plus U(-reset_noise_scale, reset_noise_scale).
-Episode length: 1000 steps (Gymnasium's time limit).
+Termination: never. Reset: `qpos0` and zero velocity, each plus U(-reset_noise_scale, reset_noise_scale)
+(0.1). Episode length: 1000 steps (Gymnasium's time limit).
 """
 
 from __future__ import annotations
 
 import os
 
-import jax
-import jax.numpy as jnp
-
-import hurtle.physics as hp
 from hurtle.envs.locomotion import common
 
 
-class Swimmer(common.GymnasiumTask):
+class Swimmer(common.Runner):
     """Gymnasium's Swimmer-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
     xml_path = "assets/swimmer.xml"
+    n_excluded = 2  # the root's x and y
 
     def __init__(
         self,
@@ -38,20 +35,11 @@ class Swimmer(common.GymnasiumTask):
         reset_noise_scale: float = 0.1,
         exclude_current_positions_from_observation: bool = True,
     ):
-        super().__init__(xml, frame_skip)
-        self.forward_reward_weight = float(forward_reward_weight)
-        self.ctrl_cost_weight = float(ctrl_cost_weight)
-        self.reset_noise_scale = float(reset_noise_scale)
-        self.exclude_current_positions_from_observation = bool(exclude_current_positions_from_observation)
-
-    def observation(self, data: hp.Data) -> jax.Array:
-        qpos = common.positions(data.qpos, self.exclude_current_positions_from_observation, n_excluded=2)
-        return jnp.concatenate([qpos, data.qvel])
-
-    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
-        return common.forward_and_ctrl(
-            before.qpos[0], after.qpos[0], self.control_dt(), action, self.forward_reward_weight, self.ctrl_cost_weight
+        super().__init__(
+            xml,
+            frame_skip,
+            forward_reward_weight=forward_reward_weight,
+            ctrl_cost_weight=ctrl_cost_weight,
+            reset_noise_scale=reset_noise_scale,
+            exclude_current_positions_from_observation=exclude_current_positions_from_observation,
         )
-
-    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return common.noisy_reset(self, key, self.reset_noise_scale, qvel_noise="uniform")

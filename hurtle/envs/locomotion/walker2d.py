@@ -24,14 +24,13 @@ import jax
 
 import hurtle.physics as hp
 from hurtle.envs.locomotion import common
-from hurtle.envs.locomotion.hopper import Hopper
 
 
-class Walker2d(Hopper):
-    """Gymnasium's Walker2d-v5 (same keyword options and defaults); `xml` replaces the model file.
-    Hopper's observation, reward and termination, without its state range in the health check."""
+class Walker2d(common.HealthyRunner):
+    """Gymnasium's Walker2d-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
     xml_path = "assets/walker2d.xml"
+    qvel_clip = 10.0
 
     def __init__(
         self,
@@ -53,15 +52,12 @@ class Walker2d(Hopper):
             ctrl_cost_weight=ctrl_cost_weight,
             healthy_reward=healthy_reward,
             terminate_when_unhealthy=terminate_when_unhealthy,
-            healthy_z_range=healthy_z_range,
-            healthy_angle_range=healthy_angle_range,
             reset_noise_scale=reset_noise_scale,
             exclude_current_positions_from_observation=exclude_current_positions_from_observation,
         )
-        del self.healthy_state_range  # Walker2d-v5 has none
+        self.healthy_z_range = healthy_z_range
+        self.healthy_angle_range = healthy_angle_range
 
     def is_healthy(self, data: hp.Data) -> jax.Array:
-        """Whether the state is healthy (see the module's docstring)."""
-        return common.in_range(data.qpos[1], self.healthy_z_range) & common.in_range(
-            data.qpos[2], self.healthy_angle_range
-        )
+        z, angle = data.qpos[1], data.qpos[2]
+        return common.in_range(z, self.healthy_z_range) & common.in_range(angle, self.healthy_angle_range)

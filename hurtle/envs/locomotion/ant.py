@@ -90,7 +90,7 @@ class Ant(GymnasiumTask):
     def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
         x_before, x_after = before.xpos[self.main_body, 0], after.xpos[self.main_body, 0]
         return {
-            "forward": self.forward_reward_weight * forward_velocity(x_before, x_after, self.dt),
+            "forward": self.forward_reward_weight * forward_velocity(x_before, x_after, self.control_dt()),
             "survive": healthy_reward(self.is_healthy(after), self.healthy_reward, self.dtype),
             "ctrl": -ctrl_cost(action, self.ctrl_cost_weight),
             "contact": -contact_cost(after.cfrc_ext, self.contact_cost_weight, self.contact_force_range),

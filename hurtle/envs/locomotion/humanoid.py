@@ -132,7 +132,7 @@ class Humanoid(HumanoidBody):
         x_before, x_after = mass_center(self.model, before)[0], mass_center(self.model, after)[0]
         cost = contact_cost(after.cfrc_ext, self.contact_cost_weight, cost_range=self.contact_cost_range)
         return {
-            "forward": self.forward_reward_weight * forward_velocity(x_before, x_after, self.dt),
+            "forward": self.forward_reward_weight * forward_velocity(x_before, x_after, self.control_dt()),
             "survive": healthy_reward(self.is_healthy(after), self.healthy_reward, self.dtype),
             "ctrl": -ctrl_cost(action, self.ctrl_cost_weight),
             "contact": -cost,

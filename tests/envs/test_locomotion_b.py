@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import hurtle.envs as envs
+import hurtle.physics as hp
 from hurtle.envs.locomotion.ant import Ant
 from hurtle.envs.locomotion.humanoid import Humanoid
 from hurtle.envs.locomotion.humanoidstandup import HumanoidStandup
@@ -230,3 +231,22 @@ def test_reset_state_distribution(name):
     qpos, qvel = reset_states(name)
     assert len({tuple(q) for q in qpos}) == len(qpos), "every key gives another start"
     RESET_CHECKS[name](qpos, qvel, np.asarray(task(name).model.qpos0))
+
+
+# torso heights around each healthy range's bounds (Ant's bounds are healthy, Humanoid's are not)
+HEIGHTS = {"ant": (0.15, 0.2, 0.5, 1.0, 1.05), "humanoid": (0.95, 1.0, 1.5, 2.0, 2.05)}
+
+
+@pytest.mark.parametrize("name", HEIGHTS)
+def test_termination_matches_gymnasiums_health(name):
+    genv, cls = gym_env(name), TASKS[name][0]
+    genv.reset(seed=0)
+    data = genv.unwrapped.data
+    env, immortal = cls(xml=gym_xml(name)), cls(xml=gym_xml(name), terminate_when_unhealthy=False)
+    qvels = [data.qvel.copy()] + ([np.full_like(data.qvel, np.nan)] if name == "ant" else [])
+    for z in HEIGHTS[name]:
+        for qvel in qvels:
+            data.qpos[2], data.qvel[:] = z, qvel
+            ours = hp.make_data(env.model).replace(qpos=np.array(data.qpos), qvel=np.array(data.qvel))
+            assert bool(env.terminated(ours)) == (not genv.unwrapped.is_healthy), f"z={z}, qvel {qvel[0]}"
+            assert not bool(immortal.terminated(ours))

@@ -25,8 +25,9 @@ def test_make_returns_the_task_in_its_time_limit(name):
 
 def test_names_and_unknown_names():
     assert set(CLASSIC) <= set(envs.names())
-    with pytest.raises(ValueError, match="unknown environment 'nope'; known: acrobot, cartpole"):
+    with pytest.raises(ValueError, match="unknown environment 'nope'; known: ") as e:
         envs.make("nope")
+    assert str(e.value).split("known: ")[1] == ", ".join(sorted(envs.names()))
 
 
 def test_register_and_unregister():

@@ -188,12 +188,23 @@ def dexp_inv(theta: jax.Array, omega: jax.Array) -> jax.Array:
 
 
 def rk4(m: Model, d: Data) -> Data:
-    """4th-order Runge-Kutta on (qpos, qvel, act) (mj_RungeKutta with N=4).
+    """4th-order Runge-Kutta on (qpos, qvel, act) of a state `forward` has been run on (mj_RungeKutta, N=4).
 
     Ball and free-joint rotations are integrated on SO(3) as MuJoCo 4 does (Runge-Kutta-Munthe-Kaas):
     each stage's angular velocity is mapped through the inverse differential of the exponential map
     at that stage's rotation. As in MuJoCo, the derived quantities left in the result are those of the
     last stage.
+    """
+    return _rk4(m, d, first_forward=False)
+
+
+def _rk4(m: Model, d: Data, first_forward: bool) -> Data:
+    """RK4's stages as one lax.scan, so `forward` is traced once for all of them (a Python loop traces it once
+    per stage, and the compiled program grows with it). With `first_forward`, the scan also runs the step's
+    initial `forward` (stage 0, at the unmodified state), so `step` holds a single copy of the pipeline.
+
+    Stage i combines the stored stage rates with row i of the Butcher tableau, padded with zeros; RK4's
+    rows have one non-zero entry, so the sums equal the unpadded ones exactly.
     """
     with jax.named_scope("rk4"):
         dt = m.opt.timestep
@@ -206,36 +217,35 @@ def rk4(m: Model, d: Data) -> Data:
                 return v
             return v.at[rot].set(dexp_inv(theta[rot], v[rot]))
 
-        # The three intermediate stages run as one lax.scan, so `forward` is compiled once for all of them
-        # (a Python loop would trace it three times). Stage i combines the stored rates with row i of the
-        # Butcher tableau, padded with zeros: RK4's rows have one non-zero entry, so the sums are exact.
         n = len(_RK4_A) + 1
+        rows = (((),) if first_forward else ()) + _RK4_A
         dtype = d.qvel.dtype
-        a = jnp.asarray([list(row) + [0.0] * (n - len(row)) for row in _RK4_A], dtype)
-        c = jnp.asarray([sum(row) for row in _RK4_A], dtype)
+        a = jnp.asarray([list(row) + [0.0] * (n - len(row)) for row in rows], dtype)
+        c = jnp.asarray([sum(row) for row in rows], dtype)
 
         def put(stack, i, x):
             return stack.at[i].set(x)
 
-        rates = put(jnp.zeros((n,) + d.qvel.shape, dtype), 0, rate(d.qvel, jnp.zeros_like(d.qvel)))
-        accs = put(jnp.zeros((n,) + d.qacc.shape, dtype), 0, d.qacc)
-        adots = put(jnp.zeros((n,) + d.act_dot.shape, d.act_dot.dtype), 0, d.act_dot)
+        rates = jnp.zeros((n,) + d.qvel.shape, dtype)
+        accs = jnp.zeros((n,) + d.qacc.shape, dtype)
+        adots = jnp.zeros((n,) + d.act_dot.shape, d.act_dot.dtype)
+        if not first_forward:
+            rates = put(rates, 0, rate(d.qvel, jnp.zeros_like(d.qvel)))
+            accs, adots = put(accs, 0, d.qacc), put(adots, 0, d.act_dot)
 
         def stage(carry, inputs):
             d, rates, accs, adots = carry
             i, row, ci = inputs
             dv, da, dact = row @ rates, row @ accs, row.astype(adots.dtype) @ adots
-            d = d.replace(
-                qpos=integrate_pos(m, qpos0, dv, dt),
-                qvel=qvel0 + dt * da,
-                act=act0 + dt * dact,
-                time=time0 + ci * dt,
-            )
+            qpos = integrate_pos(m, qpos0, dv, dt)
+            if first_forward:  # stage 0 is the state itself (integrating by zero could renormalise quaternions)
+                qpos = jnp.where(i == 0, qpos0, qpos)
+            d = d.replace(qpos=qpos, qvel=qvel0 + dt * da, act=act0 + dt * dact, time=time0 + ci * dt)
             d = forward(m, d)
             carry = (d, put(rates, i, rate(d.qvel, dt * dv)), put(accs, i, d.qacc), put(adots, i, d.act_dot))
             return carry, None
 
-        steps = (jnp.arange(1, n), a, c)
+        steps = (jnp.arange(n - len(rows), n), a, c)
         (d, rates, accs, adots), _ = jax.lax.scan(stage, (d, rates, accs, adots), steps)
         rates, accs, adots = list(rates), list(accs), list(adots)
         dv = sum(b * v for b, v in zip(_RK4_B, rates))
@@ -346,12 +356,12 @@ def _free_body_solve(m: Model, d: Data, qderiv, qfrc, qacc, free) -> jax.Array:
 
 def step(m: Model, d: Data) -> Data:
     """Advance the simulation by one timestep: `forward`, then the model's integrator (mj_step)."""
-    d = forward(m, d)
     integ = m.opt.integrator
+    if integ == INT_RK4:
+        return _rk4(m, d, first_forward=True)  # the initial forward is RK4's first stage
+    d = forward(m, d)
     if integ == INT_EULER:
         return euler(m, d)
-    if integ == INT_RK4:
-        return rk4(m, d)
     if integ in (INT_IMPLICIT, INT_IMPLICITFAST):
         return implicit(m, d)
     raise NotImplementedError(f"{m.source}: integrator {integ} is not supported")

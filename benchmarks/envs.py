@@ -94,8 +94,8 @@ def bench_mjx(task: str, batch: int, nsteps: int, repeats: int) -> dict:
         key, k = jax.random.split(key)
         ctrl = jax.random.uniform(k, (batch, mm.nu), d0.qpos.dtype, lo, hi)
         d = d.replace(ctrl=ctrl)
-        for _ in range(frame_skip):
-            d = jax.vmap(mjx.step, in_axes=(None, 0))(mx, d)
+        # a loop, as hurtle's PhysicsEnv steps its frames (unrolled, MJX's compile grows frame_skip-fold)
+        d = jax.lax.fori_loop(0, frame_skip, lambda _, d: jax.vmap(mjx.step, in_axes=(None, 0))(mx, d), d)
         return d, key
 
     r = _timed_scan(step, (data, jax.random.key(1)), nsteps, repeats)

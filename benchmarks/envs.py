@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -108,16 +107,9 @@ ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx}
 def _isolated(engine: str, task: str, args) -> dict:
     cmd = [sys.executable, __file__, "--worker", engine, "--tasks", task, "--batch", str(args.batch)]
     cmd += ["--nsteps", str(args.nsteps), "--repeats", str(args.repeats)]
-    env = {**os.environ, "JAX_ENABLE_X64": "0"}
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {args.timeout} s"}
-    for line in out.stdout.splitlines()[::-1]:
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
-    return {"error": tail[0][:160]}
+    from physics import run_worker
+
+    return run_worker(cmd, args.timeout)
 
 
 def main(argv=None) -> None:

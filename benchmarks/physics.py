@@ -185,12 +185,16 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
         "--mode",
         args.mode,
     ]
-    env = dict(os.environ)
-    env["JAX_ENABLE_X64"] = "1" if args.dtype == "float64" else "0"
+    return run_worker(cmd, args.timeout, x64=args.dtype == "float64")
+
+
+def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
+    """Run a benchmark worker process; its result is the JSON on its last `RESULT ` line, else the error."""
+    env = {**os.environ, "JAX_ENABLE_X64": "1" if x64 else "0"}
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {args.timeout} s"}
+        return {"error": f"timed out after {timeout} s"}
     for line in out.stdout.splitlines()[::-1]:
         if line.startswith("RESULT "):
             return json.loads(line[7:])

@@ -18,6 +18,34 @@ from typing import Any
 
 from hurtle.agents.ppo.config import Config
 
+
+def _brax(
+    num_envs: int,
+    unroll_length: int,
+    num_epochs: int,
+    num_timesteps: int,
+    discount: float,
+    learning_rate: float,
+    entropy_cost: float,
+    reward_scaling: float,
+    **rest: Any,
+) -> dict[str, Any]:
+    """A preset from Brax's published settings (translated as the module docstring says): 32 minibatches,
+    evaluation and checkpoints every 10 iterations unless `rest` says otherwise."""
+    return dict(
+        num_envs=num_envs,
+        unroll_length=unroll_length,
+        num_minibatches=32,
+        num_epochs=num_epochs,
+        num_timesteps=num_timesteps,
+        discount=discount,
+        learning_rate=learning_rate,
+        entropy_cost=entropy_cost,
+        reward_scaling=reward_scaling,
+        **{"eval_every": 10, "checkpoint_every": 10, **rest},
+    )
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     # Tuned on a 2-core CPU: eval return 500 (the time limit) after about 60k steps, ~15 s with compilation;
     # the run goes on to 143k steps so the curve shows it holds; checkpoints every 10 iterations (20k steps).
@@ -53,137 +81,31 @@ PRESETS: dict[str, dict[str, Any]] = {
         value_hidden_sizes=(64, 64),
     ),
     # Brax: 2M steps, reward scaling 10, unroll 5, 32 minibatches, 4 updates, discount 0.97, lr 3e-4, entropy
-    # 1e-2, 2048 envs, batch 1024 (16 unrolls per update). See `inverted_pendulum` for the CPU-tuned one.
-    "inverted_double_pendulum": dict(
-        num_envs=2048,
-        unroll_length=80,
-        num_minibatches=32,
-        num_epochs=4,
-        num_timesteps=20_000_000,
-        discount=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        reward_scaling=10.0,
-        eval_every=5,
-        checkpoint_every=5,
+    # 1e-2, 2048 envs, batch 1024 (16 unrolls). See `inverted_pendulum` for the CPU-tuned one.
+    "inverted_double_pendulum": _brax(
+        2048, 5 * 16, 4, 20_000_000, 0.97, 3e-4, 1e-2, 10.0, eval_every=5, checkpoint_every=5
     ),
-    # Brax ant: 50M steps, reward scaling 10, unroll 5, 32 minibatches, 4 updates, discount 0.97, lr 3e-4,
-    # entropy 1e-2, 4096 envs, batch 2048 (16 unrolls)
-    "ant": dict(
-        num_envs=4096,
-        unroll_length=80,
-        num_minibatches=32,
-        num_epochs=4,
-        num_timesteps=50_000_000,
-        discount=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        reward_scaling=10.0,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
-    # Brax humanoid: 50M steps, reward scaling 0.1, unroll 10, 32 minibatches, 8 updates, discount 0.97,
-    # lr 3e-4, entropy 1e-3, 2048 envs, batch 1024 (16 unrolls)
-    "humanoid": dict(
-        num_envs=2048,
-        unroll_length=160,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=50_000_000,
-        discount=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        reward_scaling=0.1,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
-    # Brax humanoidstandup: 100M steps, reward scaling 0.1, unroll 15, 32 minibatches, 8 updates, discount
-    # 0.97, lr 6e-4, entropy 1e-2, 2048 envs, batch 1024 (16 unrolls)
-    "humanoidstandup": dict(
-        num_envs=2048,
-        unroll_length=240,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=100_000_000,
-        discount=0.97,
-        learning_rate=6e-4,
-        entropy_cost=1e-2,
-        reward_scaling=0.1,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
-    # Brax halfcheetah: 50M steps, reward scaling 1, unroll 20, 32 minibatches, 8 updates, discount 0.95,
-    # lr 3e-4, entropy 1e-3, 2048 envs, batch 512 (8 unrolls)
-    "halfcheetah": dict(
-        num_envs=2048,
-        unroll_length=160,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=50_000_000,
-        discount=0.95,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        reward_scaling=1.0,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
+    # Brax ant: 50M steps, reward scaling 10, unroll 5, 4 updates, discount 0.97, lr 3e-4, entropy 1e-2,
+    # 4096 envs, batch 2048 (16 unrolls)
+    "ant": _brax(4096, 5 * 16, 4, 50_000_000, 0.97, 3e-4, 1e-2, 10.0),
+    # Brax humanoid: 50M steps, reward scaling 0.1, unroll 10, 8 updates, discount 0.97, lr 3e-4, entropy 1e-3,
+    # 2048 envs, batch 1024 (16 unrolls)
+    "humanoid": _brax(2048, 10 * 16, 8, 50_000_000, 0.97, 3e-4, 1e-3, 0.1),
+    # Brax humanoidstandup: 100M steps, reward scaling 0.1, unroll 15, 8 updates, discount 0.97, lr 6e-4,
+    # entropy 1e-2, 2048 envs, batch 1024 (16 unrolls)
+    "humanoidstandup": _brax(2048, 15 * 16, 8, 100_000_000, 0.97, 6e-4, 1e-2, 0.1),
+    # Brax halfcheetah: 50M steps, reward scaling 1, unroll 20, 8 updates, discount 0.95, lr 3e-4, entropy 1e-3,
+    # 2048 envs, batch 512 (8 unrolls)
+    "halfcheetah": _brax(2048, 20 * 8, 8, 50_000_000, 0.95, 3e-4, 1e-3, 1.0),
     # Brax publishes SAC, not PPO, for hopper and walker2d (and nothing for swimmer); these take its
     # halfcheetah PPO settings, the closest published ones, with Brax's ant discount for the healthy-reward tasks
-    "hopper": dict(
-        num_envs=2048,
-        unroll_length=160,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=50_000_000,
-        discount=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        reward_scaling=1.0,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
-    "walker2d": dict(
-        num_envs=2048,
-        unroll_length=160,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=50_000_000,
-        discount=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        reward_scaling=1.0,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
-    "swimmer": dict(
-        num_envs=2048,
-        unroll_length=160,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=50_000_000,
-        discount=0.9999,  # Gymnasium's swimmer is known to need a discount near 1
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        reward_scaling=1.0,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
-    # Brax reacher: 50M steps, reward scaling 5, unroll 50, 32 minibatches, 8 updates, discount 0.95, lr 3e-4,
-    # entropy 1e-3, 2048 envs, batch 256 (4 unrolls); Gymnasium's reacher episodes are 50 steps
-    "reacher": dict(
-        num_envs=2048,
-        unroll_length=200,
-        num_minibatches=32,
-        num_epochs=8,
-        num_timesteps=50_000_000,
-        discount=0.95,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        reward_scaling=5.0,
-        episode_length=50,
-        eval_every=10,
-        checkpoint_every=10,
-    ),
+    "hopper": _brax(2048, 20 * 8, 8, 50_000_000, 0.97, 3e-4, 1e-3, 1.0),
+    "walker2d": _brax(2048, 20 * 8, 8, 50_000_000, 0.97, 3e-4, 1e-3, 1.0),
+    # Gymnasium's swimmer is known to need a discount near 1
+    "swimmer": _brax(2048, 20 * 8, 8, 50_000_000, 0.9999, 3e-4, 1e-3, 1.0),
+    # Brax reacher: 50M steps, reward scaling 5, unroll 50, 8 updates, discount 0.95, lr 3e-4, entropy 1e-3,
+    # 2048 envs, batch 256 (4 unrolls); Gymnasium's reacher episodes are 50 steps
+    "reacher": _brax(2048, 50 * 4, 8, 50_000_000, 0.95, 3e-4, 1e-3, 5.0, episode_length=50),
 }
 
 

@@ -8,8 +8,9 @@ For each model: compile + first call (s) and steady-state physics steps/s for hu
 threads, run in a subprocess (creating a Batch before compiling with JAX in the same process has
 hung). The table, with the machine described, is appended to benchmarks/RESULTS.md.
 
-Until the constraint solver lands (issue #3/#4) every model runs with MuJoCo's `constraint` flag
-disabled, in all three engines alike: the benchmark measures smooth multibody dynamics.
+--mode full (the default) keeps contacts and every constraint on with each model's own solver settings
+(PGS models get Newton in every engine); `nocontact` and `smooth` turn contacts or all constraints off, in
+all three engines alike.
 """
 
 from __future__ import annotations

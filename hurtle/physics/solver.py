@@ -225,6 +225,7 @@ class _State(NamedTuple):
     grad: jax.Array
     search: jax.Array
     mgrad: jax.Array
+    state: jax.Array
     it: jax.Array
     done: jax.Array
 
@@ -247,7 +248,7 @@ def solve(m: Model, d: Data) -> Data:
             cw = _eval(ctx, d.qacc_warmstart)[0]
             cs = _eval(ctx, d.qacc_smooth)[0]
             qacc = jnp.where(cw < cs, d.qacc_warmstart, d.qacc_smooth)
-        cost, grad, _, _, hw = _eval(ctx, qacc)
+        cost, grad, _, state, hw = _eval(ctx, qacc)
 
         def precondition(grad, hess):
             if newton:
@@ -264,22 +265,31 @@ def solve(m: Model, d: Data) -> Data:
         gap = 0.5 * scale * jnp.dot(grad, mgrad)
         gnorm = scale * math.safe_norm(grad)
         done0 = (gap < tol) & (gnorm < tol) if newton else (gap < tol)
-        init = _State(qacc, cost, grad, -mgrad, mgrad, jnp.zeros((), jnp.int32), done0)
+        init = _State(qacc, cost, grad, -mgrad, mgrad, state, jnp.zeros((), jnp.int32), done0)
 
         def iterate(s: _State) -> _State:
             alpha = _line_search(ctx, s.qacc, s.search, gtol_ls * math.safe_norm(s.search), m.opt.ls_iterations, fixed)
             qacc = s.qacc + alpha * s.search
-            cost, grad, _, _, hw = _eval(ctx, qacc)
+            cost, grad, _, state, hw = _eval(ctx, qacc)
             mgrad = precondition(grad, hw)
             improvement = scale * (s.cost - cost)
             gradient = scale * math.safe_norm(grad)
             stop = (alpha == 0) | ((improvement > 0) & (improvement < tol)) | (gradient < tol)
+            stop = stop | jnp.all(qacc == s.qacc)  # a fixed point: more steps change nothing
             if newton:
+                # Exact convergence: no row changed state over the Newton step and no elliptic cone
+                # is in its (non-quadratic) middle zone, so the step minimised the very quadratic the
+                # cost is on this piece: the point is optimal in exact arithmetic, and more steps
+                # only chase rounding. In float64 MuJoCo's tests stop here too (the gradient is at
+                # rounding level); in float32 MuJoCo's tolerance (1e-8) can lie below the rounding
+                # of the gradient and the cost, and without this test a solve idles to the iteration
+                # cap (and under vmap the whole batch with it).
+                stop = stop | (jnp.all(state == s.state) & ~jnp.any(state == CONE))
                 stop = stop | (0.5 * scale * jnp.dot(grad, mgrad) < tol)
                 search = -mgrad
             else:
                 search = _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad)
-            new = _State(qacc, cost, grad, search, mgrad, s.it + 1, stop)
+            new = _State(qacc, cost, grad, search, mgrad, state, s.it + 1, stop)
             # in fixed mode a converged problem keeps its solution
             return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 

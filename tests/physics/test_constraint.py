@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import glob
+import json
 import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -252,3 +255,46 @@ def test_contact_rows_match_mujoco(path, solver, cone):
 def test_collision_pairs_not_supported_yet_are_refused_by_name():
     with pytest.raises(NotImplementedError, match="cylinder and a box"):
         hp.from_mujoco(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml")))
+
+
+def _gymnasium_model(name):
+    gymnasium = pytest.importorskip("gymnasium")
+    return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", name)
+
+
+@pytest.mark.parametrize("name", ["walker2d_v5.xml", "hopper.xml"])
+def test_newton_stops_after_the_same_iterations_as_mujoco(name):
+    """float64, the file's own solver settings: the iteration count, state by state, is MuJoCo's."""
+    mm = mujoco.MjModel.from_xml_path(_gymnasium_model(name))
+    model, out, mjds = P.forward_at_random_states(mm, nstates=12, seed=3)
+    ours = np.asarray(out.solver_niter)
+    theirs = np.array([d.solver_niter[0] for d in mjds])
+    np.testing.assert_array_equal(ours, theirs)
+    assert theirs.max() >= 2  # the states need real iterations, not a warm start that already solves
+    P.assert_parity(P.compare(model, out, mm, mjds, fields=("qacc",)), tol=TOL, label=name)
+
+
+def test_float32_newton_stops_at_working_precision():
+    """float32: MuJoCo's tolerance (1e-8) lies below the rounding of walker2d's gradient; the solve
+    must still stop once converged rather than idle to the iteration cap (100) with the batch."""
+    code = f"""
+import json, jax, jax.numpy as jnp, numpy as np, hurtle.physics as hp
+m = hp.load({_gymnasium_model("walker2d_v5.xml")!r})
+lo, hi = np.asarray(m.actuator_ctrlrange, np.float32).T
+def run(key):
+    d = jax.tree.map(lambda x: jnp.broadcast_to(x, (64,) + x.shape), hp.make_data(m))
+    def body(d, k):
+        u = jax.random.uniform(k, (64, m.nu), jnp.float32, lo, hi)
+        d = jax.vmap(hp.step, (None, 0))(m, d.replace(ctrl=u))
+        return d, (d.solver_niter, d.contact.active.sum(-1))
+    return jax.lax.scan(body, d, jax.random.split(key, 40))[1]
+niter, ncon = jax.jit(run)(jax.random.key(0))
+assert np.asarray(m.body_mass).dtype == np.float32
+print(json.dumps(dict(max=int(niter.max()), mean=float(niter.mean()), ncon=int(ncon.max()))))
+"""
+    env = dict(os.environ, JAX_ENABLE_X64="0", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout.splitlines()[-1])
+    assert res["ncon"] > 0, res  # the feet touch the floor: contacts were solved
+    assert res["max"] <= 10, res  # float64 needs at most a handful on this model too

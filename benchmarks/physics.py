@@ -74,8 +74,9 @@ def _controls(mm, batch: int, seed: int = 0) -> np.ndarray:
 
 
 def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
-    """Compile + first call seconds, steps per second of nsteps batched steps in one lax.scan, and
-    the mean solver iterations per step over the first nsteps steps when `niter(data)` reads them."""
+    """Compile + first call seconds (`compile_s`; compile alone: `lower_compile_s`), steps per second
+    of nsteps batched steps in one lax.scan, and the mean solver iterations per step over the first
+    nsteps steps when `niter(data)` reads them."""
     import jax
     import jax.numpy as jnp
 
@@ -87,8 +88,9 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> di
         d, iters = jax.lax.scan(body, d, None, length=nsteps)
         return d, jnp.mean(iters)
 
-    run = jax.jit(rollout)
     t0 = time.perf_counter()
+    run = jax.jit(rollout).lower(model, data).compile()
+    lower_compile_s = time.perf_counter() - t0
     out, iters = run(model, data)
     jax.block_until_ready(out)
     compile_s = time.perf_counter() - t0
@@ -100,7 +102,11 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> di
         jax.block_until_ready(out)
         times.append(time.perf_counter() - t0)
     batch = jax.tree.leaves(data)[0].shape[0]
-    res = {"compile_s": compile_s, "steps_per_s": batch * nsteps / statistics.median(times)}
+    res = {
+        "compile_s": compile_s,
+        "lower_compile_s": lower_compile_s,
+        "steps_per_s": batch * nsteps / statistics.median(times),
+    }
     if niter:
         res["solver_iters"] = first_iters
     return res
@@ -205,7 +211,7 @@ def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
 
 def _ratio(a: dict, b: dict, key: str) -> str:
     ok = a and b and "error" not in a and "error" not in b
-    return f"{a[key] / b[key]:.2f}x" if ok else "—"
+    return f"{a[key] / b[key]:.2f}x" if ok and key in a and key in b else "—"
 
 
 def _machine() -> str:
@@ -267,8 +273,9 @@ def main(argv=None):
         f"Machine: {_machine()}. {MODE_TEXT[args.mode]}\n",
         "| model | "
         + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
-        + " | hurtle/mjx speed | hurtle/mjx compile | hurtle/mujoco speed | solver iters hurtle / mujoco |",
-        "|---|" + "---|---|" * len(engines) + "---|---|---|---|",
+        + " | hurtle/mjx speed | hurtle/mjx compile + first call | hurtle/mjx compile alone | hurtle/mujoco speed"
+        " | solver iters hurtle / mujoco |",
+        "|---|" + "---|---|" * len(engines) + "---|---|---|---|---|",
     ]
     notes = []
     for spec, res in rows:
@@ -279,7 +286,8 @@ def main(argv=None):
             if "error" in r:
                 notes.append(f"- {spec} / {e}: {r['error']}")
         h, x, c = res.get("hurtle", {}), res.get("mjx", {}), res.get("mujoco", {})
-        cells += [_ratio(h, x, "steps_per_s"), _ratio(h, x, "compile_s"), _ratio(h, c, "steps_per_s")]
+        cells += [_ratio(h, x, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
+        cells.append(_ratio(h, c, "steps_per_s"))
         its = [f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—" for r in (h, c)]
         cells.append(" / ".join(its))
         lines.append(f"| {spec} | " + " | ".join(cells) + " |")

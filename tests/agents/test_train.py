@@ -50,12 +50,25 @@ def test_cartpole_preset_solves_cartpole():
 
 
 @pytest.mark.slow
-def test_inverted_pendulum_preset_balances():
-    import dataclasses
+def test_inverted_pendulum_preset_balances(tmp_path):
+    """The README's main job as a user runs it (the CLI, float32), cut to 80k env steps: it balances."""
+    import os
+    import subprocess
+    import sys
 
-    config = dataclasses.replace(preset("inverted_pendulum"), checkpoint_every=0, num_timesteps=20 * 128 * 32)
-    _, history = ppo_train.train(config)
-    evals = [m["eval/episode_return"] for m in history if "eval/episode_return" in m]
+    from hurtle.io import read_metrics
+
+    steps = 20 * 128 * 32
+    cmd = [sys.executable, "-m", "hurtle.cli", "train", "inverted_pendulum", "--run-dir", str(tmp_path / "ip")]
+    cmd += ["--num-timesteps", str(steps), "--checkpoint-every", "0"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}  # one CPU device, as a user has
+    env["JAX_ENABLE_X64"] = "0"
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    header, rows = read_metrics(str(tmp_path / "ip"))
+    col = {name: i for i, name in enumerate(header)}
+    evals = [float(r[col["eval/episode_return"]]) for r in rows if r[col["eval/episode_return"]]]
+    assert int(rows[-1][col["step"]]) >= steps
     # a random policy lasts a handful of steps; 1,000 is the time limit
     assert max(evals) >= 950, evals
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import glob
+import os
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +14,23 @@ import numpy as np
 import hurtle.physics as hp
 
 TOL = 1e-8  # the parity tolerance of the relative error below
+
+_ASSET_DIRS = {"gymnasium": ("envs", "mujoco", "assets"), "dm_control": ("suite",)}
+
+
+def asset_dir(package: str) -> str | None:
+    """The model directory of `gymnasium` (its MuJoCo assets) or `dm_control` (its suite); None if not installed."""
+    try:
+        module = __import__(package)
+    except ImportError:
+        return None
+    return os.path.join(os.path.dirname(module.__file__), *_ASSET_DIRS[package])
+
+
+def asset_files(*packages: str) -> list[str]:
+    """Every model file of the given packages that are installed, sorted per package."""
+    return [f for p in packages if (root := asset_dir(p)) for f in sorted(glob.glob(os.path.join(root, "*.xml")))]
+
 
 # fields of Data compared with MuJoCo after mj_forward
 FORWARD_FIELDS = (

@@ -18,13 +18,9 @@ TOL = 1e-6
 
 def _paths():
     paths = [os.path.join(MODELS, "collide.xml")]
-    try:
-        import gymnasium
-
-        root = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+    root = P.asset_dir("gymnasium")
+    if root:
         paths += [os.path.join(root, f"{n}.xml") for n in ("ant", "humanoid", "walker2d", "hopper", "half_cheetah")]
-    except ImportError:
-        pass
     return paths
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import glob
 import json
 import os
 import subprocess
@@ -72,20 +71,11 @@ def test_diagexact_and_pgs_and_refsafe():
     P.assert_parity(worst, tol=TOL)
 
 
-def _assets():
-    files = []
-    for mod, sub in (("gymnasium", ("envs", "mujoco", "assets")), ("dm_control", ("suite",))):
-        try:
-            root = os.path.join(os.path.dirname(__import__(mod).__file__), *sub)
-        except ImportError:
-            continue
-        files += sorted(glob.glob(os.path.join(root, "*.xml")))
-    return files
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "path", _assets(), ids=lambda p: f"{os.path.basename(os.path.dirname(p))}/{os.path.basename(p)}"
+    "path",
+    P.asset_files("gymnasium", "dm_control"),
+    ids=lambda p: f"{os.path.basename(os.path.dirname(p))}/{os.path.basename(p)}",
 )
 def test_gymnasium_and_dm_control_with_contacts_disabled(path):
     mm = mujoco.MjModel.from_xml_path(path)
@@ -213,13 +203,9 @@ def _settled_contacts(mm, seed=0, nsteps=200):
 
 def _contact_paths():
     paths = [os.path.join(MODELS, "contacts.xml")]
-    try:
-        import gymnasium
-
-        root = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+    root = P.asset_dir("gymnasium")
+    if root:
         paths += [os.path.join(root, f) for f in ("ant.xml", "humanoid.xml", "walker2d.xml")]
-    except ImportError:
-        pass
     return paths
 
 
@@ -258,8 +244,10 @@ def test_collision_pairs_not_supported_yet_are_refused_by_name():
 
 
 def _gymnasium_model(name):
-    gymnasium = pytest.importorskip("gymnasium")
-    return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", name)
+    root = P.asset_dir("gymnasium")
+    if root is None:
+        pytest.skip("gymnasium is not installed")
+    return os.path.join(root, name)
 
 
 @pytest.mark.parametrize("name", ["walker2d_v5.xml", "hopper.xml"])
@@ -297,4 +285,4 @@ print(json.dumps(dict(max=int(niter.max()), mean=float(niter.mean()), ncon=int(n
     assert out.returncode == 0, out.stderr[-2000:]
     res = json.loads(out.stdout.splitlines()[-1])
     assert res["ncon"] > 0, res  # the feet touch the floor: contacts were solved
-    assert res["max"] <= 10, res  # float64 needs at most a handful on this model too
+    assert res["max"] <= 10, res  # measured 2-5 per step; before the working-precision stop, up to 100

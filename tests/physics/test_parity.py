@@ -64,26 +64,7 @@ def test_energy_matches_mujoco():
     assert worst["energy"] <= P.TOL
 
 
-def _asset_files():
-    files = []
-    try:
-        import gymnasium
-
-        root = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
-        files += sorted(glob.glob(os.path.join(root, "*.xml")))
-    except ImportError:
-        pass
-    try:
-        import dm_control
-
-        root = os.path.join(os.path.dirname(dm_control.__file__), "suite")
-        files += sorted(glob.glob(os.path.join(root, "*.xml")))
-    except ImportError:
-        pass
-    return files
-
-
-ASSETS = _asset_files()
+ASSETS = P.asset_files("gymnasium", "dm_control")
 
 
 def _has_spatial_tendon(mm) -> bool:

@@ -377,9 +377,8 @@ def make_frame(normal: jax.Array, tangent: jax.Array) -> jax.Array:
     return jnp.stack([x, y, math.cross(x, y)], -2)
 
 
-def _params(m: Model, g: PairGroup):
-    """Mixed contact parameters of a group's pairs (mj_contactParam, or the explicit pair's)."""
-    g1, g2 = g.geom1, g.geom2
+def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray):
+    """Mixed contact parameters of the pairs (g1, g2) (mj_contactParam, or the explicit pair's)."""
     p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
     s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
     both = (s1 >= math.MINVAL) & (s2 >= math.MINVAL)
@@ -401,9 +400,9 @@ def _params(m: Model, g: PairGroup):
     margin = m.geom_margin[g1] + m.geom_margin[g2]
     gap = m.geom_gap[g1] + m.geom_gap[g2]
     srf = jnp.zeros_like(solref)
-    explicit = g.ipair >= 0
+    explicit = ipair >= 0
     if np.any(explicit):
-        k = np.where(explicit, g.ipair, 0)
+        k = np.where(explicit, ipair, 0)
         e = explicit[:, None]
         solref = jnp.where(e, m.pair_solref[k], solref)
         solimp = jnp.where(e, m.pair_solimp[k], solimp)
@@ -417,47 +416,50 @@ def _params(m: Model, g: PairGroup):
 
 
 def collision(m: Model, d: Data) -> Data:
-    """Contacts of every candidate pair: geometry, frame and mixed parameters (mj_collision)."""
+    """Contacts of every candidate pair: geometry, frame and mixed parameters (mj_collision).
+
+    The groups' contact slots are consecutive, in group order, and fill the contact arrays, so the
+    arrays are built by concatenation (parameters and geom poses are read once for all pairs), with
+    no scatter: each scatter is its own XLA kernel and costs compile time.
+    """
     groups = m.collision
     if not groups:
         return d
     with jax.named_scope("collision"):
-        con = d.contact
+        g1 = np.concatenate([g.geom1 for g in groups])
+        g2 = np.concatenate([g.geom2 for g in groups])
+        ipair = np.concatenate([g.ipair for g in groups])
+        solref, srf, solimp, friction, margin, gap = _params(m, g1, g2, ipair)
+        pos1, mat1, size1 = d.geom_xpos[g1], d.geom_xmat[g1], m.geom_size[g1]
+        pos2, mat2, size2 = d.geom_xpos[g2], d.geom_xmat[g2], m.geom_size[g2]
+        outs, start, pair_of_slot = [], 0, []
+        multiccd = not m.disabled(_DSBL.mjDSBL_MULTICCD)
         for g in groups:
-            fn = narrow(g.types, not m.disabled(_DSBL.mjDSBL_MULTICCD))[0]
+            fn = narrow(g.types, multiccd)[0]
             extra = {"m": m} if getattr(fn, "uses_model", False) else {}
-            solref, srf, solimp, friction, margin, gap = _params(m, g)
-            dist, pos, normal, tangent, ok = fn(
-                g,
-                d.geom_xpos[g.geom1],
-                d.geom_xmat[g.geom1],
-                m.geom_size[g.geom1],
-                d.geom_xpos[g.geom2],
-                d.geom_xmat[g.geom2],
-                m.geom_size[g.geom2],
-                margin + gap,
-                **extra,
-            )
-            ncon = g.slot.shape[1]
-            s = g.slot.ravel()
-            rep = lambda x, n=ncon: jnp.repeat(x, n, axis=0)  # noqa: E731
-            flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
-            dist, pos, normal, tangent, ok = map(flat, (dist, pos, normal, tangent, ok))
-            # a contact inside the gap but outside the margin is excluded, as in MuJoCo
-            active = ok & (dist < rep(margin))
-            con = con.replace(
-                dist=con.dist.at[s].set(dist),
-                pos=con.pos.at[s].set(pos),
-                frame=con.frame.at[s].set(make_frame(normal, tangent)),
-                includemargin=con.includemargin.at[s].set(rep(margin)),
-                friction=con.friction.at[s].set(rep(friction)),
-                solref=con.solref.at[s].set(rep(solref)),
-                solreffriction=con.solreffriction.at[s].set(rep(srf)),
-                solimp=con.solimp.at[s].set(rep(solimp)),
-                geom1=con.geom1.at[s].set(np.repeat(g.geom1, ncon)),
-                geom2=con.geom2.at[s].set(np.repeat(g.geom2, ncon)),
-                active=con.active.at[s].set(active),
-            )
+            sl = slice(start, start + len(g.geom1))
+            out = fn(g, pos1[sl], mat1[sl], size1[sl], pos2[sl], mat2[sl], size2[sl], (margin + gap)[sl], **extra)
+            # (pairs, ncon, ...) -> (pairs * ncon, ...): the group's slots, pair by pair
+            outs.append([x.reshape((-1,) + x.shape[2:]) for x in out])
+            pair_of_slot.append(np.repeat(np.arange(sl.start, sl.stop), g.slot.shape[1]))
+            start = sl.stop
+        dist, pos, normal, tangent, ok = (jnp.concatenate(xs) for xs in zip(*outs))
+        ps = np.concatenate(pair_of_slot)
+        # a contact inside the gap but outside the margin is excluded, as in MuJoCo
+        active = ok & (dist < margin[ps])
+        con = d.contact.replace(
+            dist=dist,
+            pos=pos,
+            frame=make_frame(normal, tangent),
+            includemargin=margin[ps],
+            friction=friction[ps],
+            solref=solref[ps],
+            solreffriction=srf[ps],
+            solimp=solimp[ps],
+            geom1=jnp.asarray(g1[ps], jnp.int32),
+            geom2=jnp.asarray(g2[ps], jnp.int32),
+            active=active,
+        )
         return d.replace(contact=con)
 
 

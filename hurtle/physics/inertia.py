@@ -43,39 +43,55 @@ def factor_m(m: Model, d: Data) -> Data:
         return d.replace(qLD=ld, qLDiagInv=dinv)
 
 
+def _level_masks(m: Model) -> np.ndarray:
+    """(depth, nv) masks of the dofs at each depth of the dof tree, roots first."""
+    masks = np.zeros((len(m.tree.dof_levels), m.nv), bool)
+    for i, level in enumerate(m.tree.dof_levels):
+        masks[i, level] = True
+    return masks
+
+
 def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Tree-sparse L'DL factorisation of a matrix with `qM`'s sparsity.
 
-    Returns (LD, 1/D): LD holds L strictly below the diagonal and D on it.
+    Returns (LD, 1/D): LD holds L strictly below the diagonal and D on it. The depths are eliminated
+    in a `lax.scan` (one traced body however deep the tree), each step on whole (nv, nv) arrays with
+    the depth's rows selected by a mask.
     """
-    t = m.tree
-    anc = t.dof_anc & ~np.eye(m.nv, dtype=bool)  # strict ancestors
-    a = mat
-    for level in reversed(t.dof_levels):
-        # eliminate every dof of this depth: a[anc, anc] -= outer(row, row) / pivot
-        piv = a[level, level]
-        rows = jnp.where(anc[level], a[level], 0.0)  # (k, nv)
-        scaled = rows / piv[:, None]
+    anc = m.tree.dof_anc & ~np.eye(m.nv, dtype=bool)  # strict ancestors
+
+    def eliminate(a, here):
+        # every dof of this depth: a[anc, anc] -= outer(row, row) / pivot; its row becomes L's
+        sel = here[:, None] & anc
+        rows = jnp.where(sel, a, 0.0)
+        scaled = rows / jnp.where(here, jnp.diagonal(a), 1.0)[:, None]
         a = a - math.matmul(rows.T, scaled)
-        a = a.at[level].set(jnp.where(anc[level], scaled, a[level]))
+        return jnp.where(sel, scaled, a), None
+
+    a, _ = jax.lax.scan(eliminate, mat, _level_masks(m)[::-1])
     diag = jnp.diag(a)
     ld = jnp.where(anc, a, 0.0) + jnp.diag(diag)
     return ld, 1.0 / diag
 
 
 def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
-    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), using the tree's levels."""
-    t = m.tree
+    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), one depth of the dof tree per scan step."""
     lo = jnp.tril(ld, -1)
     vec = b.ndim == 1
     x = b[:, None] if vec else b
+    masks = _level_masks(m)
+
     # L' y = b: deepest dofs first, each pushes its value to its ancestors
-    for level in reversed(t.dof_levels):
-        x = x - math.matmul(lo[level].T, x[level])
-    x = x * dinv[:, None]
+    def up(x, here):
+        return x - math.matmul(jnp.where(here[:, None], lo, 0.0).T, x), None
+
     # L x = z: roots first
-    for level in t.dof_levels:
-        x = x.at[level].add(-math.matmul(lo[level], x))
+    def down(x, here):
+        return x - math.matmul(jnp.where(here[:, None], lo, 0.0), x), None
+
+    x, _ = jax.lax.scan(up, x, masks[::-1])
+    x = x * dinv[:, None]
+    x, _ = jax.lax.scan(down, x, masks)
     return x[:, 0] if vec else x
 
 

@@ -30,7 +30,7 @@ def _joint_step(m: Model, d: Data, bodies, jnts, p, q):
         qloc = jnp.zeros(q.shape, q.dtype)
         if np.any(jtype == JNT_HINGE):
             angle = d.qpos[qadr] - m.qpos0[qadr]
-            qloc = math.axis_angle_to_quat(m.jnt_axis[jnts], angle)
+            qloc = jax.lax.optimization_barrier(math.axis_angle_to_quat(m.jnt_axis[jnts], angle))
         if np.any(jtype == JNT_BALL):
             idx = np.minimum(qadr[:, None] + np.arange(4), m.nq - 1)
             ball = math.quat_normalize(d.qpos[idx])
@@ -72,11 +72,21 @@ def kinematics(m: Model, d: Data) -> Data:
             qf = d.qpos[idx]
             xpos = xpos.at[t.free_body].set(qf[:, :3])
             xquat = xquat.at[t.free_body].set(math.quat_normalize(qf[:, 3:]))
-        for level in t.levels:
-            par = m.body_parentid[level]
+        # one traced body for all levels: each pass places the bodies of its level (mask) from their
+        # parents, placed by the pass before
+        par = m.body_parentid
+        here = np.zeros((len(t.levels), m.nbody), bool)
+        for i, level in enumerate(t.levels):
+            here[i, level] = True
+
+        def place(frame, mask):
+            xpos, xquat = frame
             xq_par = xquat[par]
-            xpos = xpos.at[level].set(xpos[par] + math.quat_rot(xq_par, p[level]))
-            xquat = xquat.at[level].set(math.quat_normalize(math.quat_mul(xq_par, q[level])))
+            xpos = jnp.where(mask[:, None], xpos[par] + math.quat_rot(xq_par, p), xpos)
+            xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(xq_par, q)), xquat)
+            return (xpos, xquat), None
+
+        (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), here)
         xmat = math.quat_to_mat(xquat)
 
         # joint anchors and axes: the parent's world frame applied to the in-parent values

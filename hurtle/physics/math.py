@@ -79,8 +79,11 @@ def quat_conj(q: jax.Array) -> jax.Array:
 def quat_rot(q: jax.Array, v: jax.Array) -> jax.Array:
     """Rotate vector `v` by unit quaternion `q`."""
     w, u = q[..., :1], q[..., 1:]
-    t = 2.0 * cross(u, v)
-    return v + w * t + cross(u, t)
+    # v (w^2 - u.u) + 2 u (u.v) + 2 w (u x v): one cross product, not one nested in another (the
+    # nested form made XLA emit kernels that LLVM expanded many times over: compile time)
+    uu = jnp.sum(u * u, -1, keepdims=True)
+    uv = jnp.sum(u * v, -1, keepdims=True)
+    return v * (w * w - uu) + 2.0 * (u * uv + w * cross(u, v))
 
 
 def quat_to_mat(q: jax.Array) -> jax.Array:

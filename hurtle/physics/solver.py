@@ -221,6 +221,7 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
 
 class _State(NamedTuple):
     qacc: jax.Array
+    force: jax.Array
     cost: jax.Array
     grad: jax.Array
     search: jax.Array
@@ -248,7 +249,7 @@ def solve(m: Model, d: Data) -> Data:
             cw = _eval(ctx, d.qacc_warmstart)[0]
             cs = _eval(ctx, d.qacc_smooth)[0]
             qacc = jnp.where(cw < cs, d.qacc_warmstart, d.qacc_smooth)
-        cost, grad, _, state, hw = _eval(ctx, qacc)
+        cost, grad, force, state, hw = _eval(ctx, qacc)
 
         def precondition(grad, hess):
             if newton:
@@ -265,12 +266,12 @@ def solve(m: Model, d: Data) -> Data:
         gap = 0.5 * scale * jnp.dot(grad, mgrad)
         gnorm = scale * math.safe_norm(grad)
         done0 = (gap < tol) & (gnorm < tol) if newton else (gap < tol)
-        init = _State(qacc, cost, grad, -mgrad, mgrad, state, jnp.zeros((), jnp.int32), done0)
+        init = _State(qacc, force, cost, grad, -mgrad, mgrad, state, jnp.zeros((), jnp.int32), done0)
 
         def iterate(s: _State) -> _State:
             alpha = _line_search(ctx, s.qacc, s.search, gtol_ls * math.safe_norm(s.search), m.opt.ls_iterations, fixed)
             qacc = s.qacc + alpha * s.search
-            cost, grad, _, state, hw = _eval(ctx, qacc)
+            cost, grad, force, state, hw = _eval(ctx, qacc)
             mgrad = precondition(grad, hw)
             improvement = scale * (s.cost - cost)
             gradient = scale * math.safe_norm(grad)
@@ -289,7 +290,7 @@ def solve(m: Model, d: Data) -> Data:
                 search = -mgrad
             else:
                 search = _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad)
-            new = _State(qacc, cost, grad, search, mgrad, state, s.it + 1, stop)
+            new = _State(qacc, force, cost, grad, search, mgrad, state, s.it + 1, stop)
             # in fixed mode a converged problem keeps its solution
             return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 
@@ -297,12 +298,12 @@ def solve(m: Model, d: Data) -> Data:
             final = jax.lax.fori_loop(0, m.opt.iterations, lambda _, s: iterate(s), init)
         else:
             final = jax.lax.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
-        _, _, force, state, _ = _eval(ctx, final.qacc)
+        # the last iterate's rows: forces and states at the returned qacc
         return d.replace(
             qacc=final.qacc,
-            efc_force=force,
-            efc_state=state,
-            qfrc_constraint=math.matmul(ctx.J.T, force),
+            efc_force=final.force,
+            efc_state=final.state,
+            qfrc_constraint=math.matmul(ctx.J.T, final.force),
             solver_niter=final.it,
         )
 

@@ -238,30 +238,29 @@ def make_constraint(m: Model, d: Data) -> Data:
             # MuJoCo's global contact friction override (mj_assignFriction)
             fr = jnp.broadcast_to(jnp.maximum(1e-5, m.opt.o_friction), d.contact.friction.shape)
             d = d.replace(contact=d.contact.replace(friction=fr))
-        J = jnp.zeros((n, nv), dt)
-        pos = jnp.zeros(n, dt)
-        margin = jnp.zeros(n, dt)
-        floss = jnp.zeros(n, dt)
-        active = jnp.zeros(n, bool)
+        # every kind of row contributes (rows, values) pieces; the arrays are assembled once at the
+        # end (a concatenation, and one gather when the pieces are not already in row order): a
+        # scatter per kind and field made one XLA kernel each
+        Js, poss, margins, flosses, actives = [], [], [], [], []
         typ, ids, side = lay.type, lay.id, lay.side
         # equality
         for rows, jac, p, eqs in _equality_rows(m, d):
-            J = J.at[rows].set(jac)
-            pos = pos.at[rows].set(p)
             nonempty = jnp.any(jac != 0, axis=(1, 2))  # MuJoCo drops all-zero equalities
             act = d.eq_active[eqs] & nonempty
-            active = active.at[rows].set(jnp.broadcast_to(act[:, None], rows.shape))
+            Js.append((rows, jac))
+            poss.append((rows, p))
+            actives.append((rows, jnp.broadcast_to(act[:, None], rows.shape)))
         # friction loss
         r = np.nonzero(typ == FRICTION_DOF)[0]
         if r.size:
-            J = J.at[r, ids[r]].set(1.0)
-            floss = floss.at[r].set(m.dof_frictionloss[ids[r]])
-            active = active.at[r].set(True)
+            Js.append((r, np.eye(nv, dtype=dt)[ids[r]]))
+            flosses.append((r, m.dof_frictionloss[ids[r]]))
+            actives.append((r, np.ones(r.size, bool)))
         r = np.nonzero(typ == FRICTION_TENDON)[0]
         if r.size:
-            J = J.at[r].set(d.ten_J[ids[r]])
-            floss = floss.at[r].set(m.tendon_frictionloss[ids[r]])
-            active = active.at[r].set(True)
+            Js.append((r, d.ten_J[ids[r]]))
+            flosses.append((r, m.tendon_frictionloss[ids[r]]))
+            actives.append((r, np.ones(r.size, bool)))
         # joint limits: scalar joints each side, ball joints as a cone on the rotation angle
         r = np.nonzero((typ == LIMIT_JOINT) & (side != 0))[0]
         if r.size:
@@ -269,9 +268,10 @@ def make_constraint(m: Model, d: Data) -> Data:
             value = d.qpos[m.jnt_qposadr[j]]
             rng = m.jnt_range[j]
             dist = side[r].astype(dt) * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - value)
-            J = J.at[r, m.jnt_dofadr[j]].set(-side[r].astype(dt))
-            pos, margin = pos.at[r].set(dist), margin.at[r].set(m.jnt_margin[j])
-            active = active.at[r].set(dist < m.jnt_margin[j])
+            Js.append((r, -side[r].astype(dt)[:, None] * np.eye(nv, dtype=dt)[m.jnt_dofadr[j]]))
+            poss.append((r, dist))
+            margins.append((r, m.jnt_margin[j]))
+            actives.append((r, dist < m.jnt_margin[j]))
         r = np.nonzero((typ == LIMIT_JOINT) & (side == 0))[0]
         if r.size:
             j = ids[r]
@@ -281,27 +281,33 @@ def make_constraint(m: Model, d: Data) -> Data:
             axis = rv / jnp.maximum(angle, math.MINVAL)[:, None]
             axis = jnp.where((angle < math.MINVAL)[:, None], jnp.array([1.0, 0, 0], dt), axis)
             dist = jnp.max(m.jnt_range[j], axis=-1) - angle
-            J = J.at[r[:, None], m.jnt_dofadr[j][:, None] + np.arange(3)].set(-axis)
-            pos, margin = pos.at[r].set(dist), margin.at[r].set(m.jnt_margin[j])
-            active = active.at[r].set(dist < m.jnt_margin[j])
+            onehot = np.eye(nv, dtype=dt)[m.jnt_dofadr[j][:, None] + np.arange(3)]  # (k, 3, nv)
+            Js.append((r, -jnp.sum(axis[:, :, None] * onehot, 1)))
+            poss.append((r, dist))
+            margins.append((r, m.jnt_margin[j]))
+            actives.append((r, dist < m.jnt_margin[j]))
         r = np.nonzero(typ == LIMIT_TENDON)[0]
         if r.size:
             t = ids[r]
             rng = m.tendon_range[t]
             dist = side[r].astype(dt) * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - d.ten_length[t])
-            J = J.at[r].set(-side[r].astype(dt)[:, None] * d.ten_J[t])
-            pos, margin = pos.at[r].set(dist), margin.at[r].set(m.tendon_margin[t])
-            active = active.at[r].set(dist < m.tendon_margin[t])
+            Js.append((r, -side[r].astype(dt)[:, None] * d.ten_J[t]))
+            poss.append((r, dist))
+            margins.append((r, m.tendon_margin[t]))
+            actives.append((r, dist < m.tendon_margin[t]))
 
+        con = d.contact
+        normal_only = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # elliptic: pos on the normal row only
         for rows, jac, slots in _contact_rows(m, d):
-            J = J.at[rows].set(jac)
-            con = d.contact
-            normal_only = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # elliptic: pos on the normal row only
             keep = (np.arange(rows.shape[1]) == 0) | (not normal_only)
-            pos = pos.at[rows].set(jnp.where(keep, con.dist[slots][:, None], 0.0))
-            margin = margin.at[rows].set(jnp.where(keep, con.includemargin[slots][:, None], 0.0))
             act = con.active[slots] & jnp.any(jac != 0, axis=(1, 2))  # MuJoCo skips dof-less contacts
-            active = active.at[rows].set(jnp.broadcast_to(act[:, None], rows.shape))
+            Js.append((rows, jac))
+            poss.append((rows, jnp.where(keep, con.dist[slots][:, None], 0.0)))
+            margins.append((rows, jnp.where(keep, con.includemargin[slots][:, None], 0.0)))
+            actives.append((rows, jnp.broadcast_to(act[:, None], rows.shape)))
+        J = _assemble(n, Js, jnp.zeros(nv, dt))
+        pos, margin, floss = (_assemble(n, x, jnp.zeros((), dt)) for x in (poss, margins, flosses))
+        active = _assemble(n, actives, jnp.zeros((), bool))
 
         diag = _diag_approx(m, d, J)
         R, kbip = _impedance(m, d, pos, margin, diag)
@@ -318,6 +324,21 @@ def make_constraint(m: Model, d: Data) -> Data:
             efc_D=1.0 / R,
             efc_KBIP=kbip,
         )
+
+
+def _assemble(n: int, pieces: list, fill: jax.Array) -> jax.Array:
+    """An (n, ...) array from (rows, values) pieces (rows of any shape, values with those leading
+    axes); rows no piece covers hold `fill`. A concatenation, plus one gather with static indices
+    when the pieces are not already in row order."""
+    if not pieces:
+        return jnp.broadcast_to(fill, (n,) + fill.shape)
+    rows = np.concatenate([np.ravel(r) for r, _ in pieces])
+    vals = [jnp.asarray(v, fill.dtype).reshape((np.size(r),) + fill.shape) for r, v in pieces]
+    order = np.full(n, rows.size)
+    order[rows] = np.arange(rows.size)
+    if rows.size == n and np.array_equal(order, np.arange(n)):
+        return jnp.concatenate(vals)
+    return jnp.concatenate(vals + [fill[None]])[order]
 
 
 def _contact_rows(m: Model, d: Data):

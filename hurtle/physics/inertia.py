@@ -43,14 +43,6 @@ def factor_m(m: Model, d: Data) -> Data:
         return d.replace(qLD=ld, qLDiagInv=dinv)
 
 
-def _level_masks(m: Model) -> np.ndarray:
-    """(depth, nv) masks of the dofs at each depth of the dof tree, roots first."""
-    masks = np.zeros((len(m.tree.dof_levels), m.nv), bool)
-    for i, level in enumerate(m.tree.dof_levels):
-        masks[i, level] = True
-    return masks
-
-
 def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Tree-sparse L'DL factorisation of a matrix with `qM`'s sparsity.
 
@@ -68,7 +60,7 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = a - math.matmul(rows.T, scaled)
         return jnp.where(sel, scaled, a), None
 
-    a, _ = jax.lax.scan(eliminate, mat, _level_masks(m)[::-1])
+    a, _ = jax.lax.scan(eliminate, mat, m.tree.dof_level_mask[::-1])
     diag = jnp.diag(a)
     ld = jnp.where(anc, a, 0.0) + jnp.diag(diag)
     return ld, 1.0 / diag
@@ -79,7 +71,7 @@ def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     lo = jnp.tril(ld, -1)
     vec = b.ndim == 1
     x = b[:, None] if vec else b
-    masks = _level_masks(m)
+    masks = m.tree.dof_level_mask
 
     # L' y = b: deepest dofs first, each pushes its value to its ancestors
     def up(x, here):

@@ -30,7 +30,7 @@ def _joint_step(m: Model, d: Data, bodies, jnts, p, q):
         qloc = jnp.zeros(q.shape, q.dtype)
         if np.any(jtype == JNT_HINGE):
             angle = d.qpos[qadr] - m.qpos0[qadr]
-            qloc = jax.lax.optimization_barrier(math.axis_angle_to_quat(m.jnt_axis[jnts], angle))
+            qloc = math.axis_angle_to_quat(m.jnt_axis[jnts], angle)
         if np.any(jtype == JNT_BALL):
             idx = np.minimum(qadr[:, None] + np.arange(4), m.nq - 1)
             ball = math.quat_normalize(d.qpos[idx])
@@ -75,9 +75,6 @@ def kinematics(m: Model, d: Data) -> Data:
         # one traced body for all levels: each pass places the bodies of its level (mask) from their
         # parents, placed by the pass before
         par = m.body_parentid
-        here = np.zeros((len(t.levels), m.nbody), bool)
-        for i, level in enumerate(t.levels):
-            here[i, level] = True
 
         def place(frame, mask):
             xpos, xquat = frame
@@ -86,7 +83,7 @@ def kinematics(m: Model, d: Data) -> Data:
             xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(xq_par, q)), xquat)
             return (xpos, xquat), None
 
-        (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), here)
+        (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), t.level_mask)
         xmat = math.quat_to_mat(xquat)
 
         # joint anchors and axes: the parent's world frame applied to the in-parent values

@@ -193,6 +193,9 @@ def _tree(m: mujoco.MjModel) -> Tree:
     )
     levels = tuple(np.nonzero((depth == d) & ~is_free_body)[0] for d in range(1, depth.max() + 1 if nbody > 1 else 1))
     levels = tuple(lv for lv in levels if lv.size)
+    level_mask = np.zeros((len(levels), nbody), bool)
+    for i, lv in enumerate(levels):
+        level_mask[i, lv] = True
     free_body = np.nonzero(is_free_body)[0]
     free_qadr = np.array([m.jnt_qposadr[m.body_jntadr[b]] for b in free_body], int)
     slots = []
@@ -221,7 +224,7 @@ def _tree(m: mujoco.MjModel) -> Tree:
             j = m.dof_parentid[j]
         p = m.dof_parentid[i]
         dof_depth[i] = 0 if p < 0 else dof_depth[p] + 1
-    dof_levels = tuple(np.nonzero(dof_depth == d)[0] for d in range(dof_depth.max() + 1)) if nv else ()
+    dof_level_mask = (dof_depth[None] == np.arange(dof_depth.max() + 1)[:, None]) if nv else np.zeros((0, 0), bool)
     dof_jnt = m.dof_jntid
     dof_type = jnt_type[dof_jnt] if nv else np.zeros(0, int)
     dof_local = np.arange(nv) - m.jnt_dofadr[dof_jnt] if nv else np.zeros(0, int)
@@ -250,7 +253,7 @@ def _tree(m: mujoco.MjModel) -> Tree:
         if m.tree_dofnum[m.dof_treeid[adr]] == 6 and m.body_subtreemass[b] == m.body_mass[b]:
             standalone.append(j)
     return Tree(
-        levels=levels,
+        level_mask=level_mask,
         free_body=free_body,
         free_qadr=free_qadr,
         jnt_slots=tuple(slots),
@@ -258,7 +261,7 @@ def _tree(m: mujoco.MjModel) -> Tree:
         body_dof_anc=body_dof_anc,
         dof_anc=dof_anc,
         dof_prefix=prefix,
-        dof_levels=dof_levels,
+        dof_level_mask=dof_level_mask,
         dof_free=dof_free,
         dof_ballrot=dof_ballrot,
         dof_axis_col=dof_axis_col,

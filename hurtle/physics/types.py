@@ -36,7 +36,7 @@ class Tree:
     `dof_anc[i, j]` when dof j is dof i or one of its ancestors.
     """
 
-    levels: tuple = static_field()  # bodies by depth (world excluded), each an int array
+    level_mask: np.ndarray = static_field()  # (depth, nbody): bodies of each depth (world, free bodies excluded)
     free_body: np.ndarray = static_field()  # bodies whose only joint is free
     free_qadr: np.ndarray = static_field()
     jnt_slots: tuple = static_field()  # per joint position within a body: (bodies, joints)
@@ -44,7 +44,7 @@ class Tree:
     body_dof_anc: np.ndarray = static_field()
     dof_anc: np.ndarray = static_field()
     dof_prefix: np.ndarray = static_field()  # dofs whose velocity precedes dof i's in com_vel
-    dof_levels: tuple = static_field()  # dofs by depth in the dof tree, deepest last
+    dof_level_mask: np.ndarray = static_field()  # (depth, nv): dofs of each depth in the dof tree, roots first
     dof_free: np.ndarray = static_field()  # free-joint translational dof mask
     dof_ballrot: np.ndarray = static_field()  # ball or free rotational dof mask
     dof_axis_col: np.ndarray = static_field()  # column of xmat (ball/free rot) or unit axis (free trans)

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import collision_convex, math
 from hurtle.physics.dataclass import pytree_dataclass, static_field
 from hurtle.physics.types import Data, Model
 
@@ -90,8 +90,6 @@ def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
 
 def narrow(types: tuple, multiccd: bool) -> tuple | None:
     """(function, contact slots per pair) of a geometry-type pair, or None when unsupported."""
-    from hurtle.physics import collision_convex
-
     return NARROW.get(types) or collision_convex.narrow_table(multiccd).get(types)
 
 
@@ -120,8 +118,15 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
                 f"{source}: the nativeccd disable flag (MuJoCo's libccd collider) is not supported by hurtle; "
                 f"remove it to collide a {_NAMES[t[0]]} with a {_NAMES[t[1]]}"
             )
+        label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
+        if entry is None and collision_convex.multiccd_missing(t, multiccd):
+            raise NotImplementedError(
+                f"{source}: collisions between a {_NAMES[t[0]]} and a {_NAMES[t[1]]} ({label(g1)}, {label(g2)}) "
+                "with multiccd on (MuJoCo 4's multi-contact search) are not supported by hurtle yet; "
+                "hurtle gives MuJoCo's single contact for this pair when multiccd is disabled "
+                '(<option><flag multiccd="disable"/></option>)'
+            )
         if entry is None:
-            label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
             raise NotImplementedError(
                 f"{source}: collisions between a {_NAMES.get(t[0], t[0])} and a {_NAMES.get(t[1], t[1])} "
                 f"({label(g1)}, {label(g2)}) are not supported by hurtle yet"

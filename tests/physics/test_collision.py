@@ -185,6 +185,7 @@ def test_primitive_pairs_match_mujoco_at_random_poses(pair):
 
 def test_gjk_distance_and_epa_depth_are_exact_for_boxes():
     """GJK's closest points (point to box) and EPA's depth and normal (box into box) against exact values."""
+    from hurtle.physics import ccd
     from hurtle.physics import collision_convex as C
 
     rng = np.random.default_rng(3)
@@ -197,10 +198,16 @@ def test_gjk_distance_and_epa_depth_are_exact_for_boxes():
     local = np.einsum("kji,kj->ki", mat, pt - pos)
     outside = np.any(np.abs(local) > size, axis=1)
     near = pos + np.einsum("kij,kj->ki", mat, np.clip(local, -size, size))
-    zero = np.zeros(k)
-    sizes = np.broadcast_to(size, (k, 3))
-    box = lambda d: C.support(C.BOX, pos, mat, sizes, d, zero)  # noqa: E731
-    dist, x1, x2, _ = jax.jit(lambda: C.gjk(lambda d: pt, box, pt, pos, 35, np.full(k, 1e-6), np.full(k, 1e9)))()
+
+    def distance(p, bpos, bmat):
+        def sup(d):
+            p2 = C.support(C.BOX, bpos, bmat, size, -d, 0.0)
+            return p - p2, p, p2
+
+        g = ccd.gjk(sup, p, bpos, 35, 1e-6, 1e9)
+        return g["dist"], g["x2"]
+
+    dist, x2 = jax.jit(jax.vmap(distance))(pt, pos, mat)
     np.testing.assert_allclose(np.asarray(dist)[outside], np.linalg.norm(pt - near, axis=1)[outside], atol=1e-12)
     np.testing.assert_allclose(np.asarray(x2)[outside], near[outside], atol=1e-12)
     assert np.all(np.asarray(dist)[~outside] == 0)
@@ -208,26 +215,68 @@ def test_gjk_distance_and_epa_depth_are_exact_for_boxes():
     # axis-aligned boxes overlapping: depth is the smallest overlap, along that axis
     h1, h2 = np.array([0.1, 0.2, 0.15]), np.array([0.12, 0.05, 0.2])
     off = rng.uniform(-0.2, 0.2, (k, 3))
-    eye = np.broadcast_to(np.eye(3), (k, 3, 3))
     overlap = h1 + h2 - np.abs(off)
     depth_ref, axis = overlap.min(1), overlap.argmin(1)
     normal_ref = np.eye(3)[axis] * np.sign(off[np.arange(k), axis])[:, None]
 
-    def sup(d):
-        p1 = C.support(C.BOX, np.zeros((k, 1, 3)), eye[:, None], np.broadcast_to(h1, (k, 1, 3)), d, np.zeros((k, 1)))
-        p2 = C.support(C.BOX, off[:, None], eye[:, None], np.broadcast_to(h2, (k, 1, 3)), -d, np.zeros((k, 1)))
-        return p1 - p2, p1, p2
+    def depth(o):
+        def sup(d):
+            p1 = C.support(C.BOX, np.zeros(3), np.eye(3), h1, d, 0.0)
+            p2 = C.support(C.BOX, o, np.eye(3), h2, -d, 0.0)
+            return p1 - p2, p1, p2
 
-    def run():
-        v, q1, q2, found = C.intersect(sup, 35, np.float64)
-        one = lambda d: [x[:, 0] for x in sup(d[:, None])]  # noqa: E731
-        depth, y1, y2, ok = C.epa(one, v, q1, q2, 35, np.full(k, 1e-6))
-        return found, depth, y1, y2, ok
+        return ccd.ccd(sup, None, 0.0, 0.0, np.zeros(3), o, 35, 1e-6)
 
-    found, depth, y1, y2, ok = jax.jit(run)()
+    d, y1, y2, found = jax.jit(jax.vmap(depth))(off)
     hit = np.all(overlap > 0, axis=1)
     np.testing.assert_array_equal(np.asarray(found), hit)
-    assert np.all(np.asarray(ok)[hit])
-    np.testing.assert_allclose(np.asarray(depth)[hit], depth_ref[hit], atol=1e-12)
-    normal = np.asarray(y1 - y2) / np.asarray(depth)[:, None]
+    np.testing.assert_allclose(-np.asarray(d)[hit], depth_ref[hit], atol=1e-12)
+    normal = np.asarray(y1 - y2) / -np.asarray(d)[:, None]
     np.testing.assert_allclose(normal[hit], normal_ref[hit], atol=1e-9)
+
+
+CONVEX_TOL = 1e-4  # the issue's bound for pairs on MuJoCo's convex path (its ccd_tolerance is 1e-6)
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.01], ids=["no-margin", "margin"])
+@pytest.mark.parametrize("pair", [("capsule", "cylinder"), ("cylinder", "cylinder")], ids=lambda p: f"{p[0]}-{p[1]}")
+def test_convex_pairs_match_mujoco_at_random_poses(pair, margin):
+    """MuJoCo 4's native CCD (GJK, EPA) pairs, multiccd off: shallow (GJK) and deep (EPA) contacts.
+
+    EPA stops short of convergence on curved shapes, so this holds only because the same polytope
+    sequence is followed: a different but correct EPA is 1e-3 off in the normal.
+    """
+    a, b = pair
+    xml = f"""<mujoco><option gravity="0 0 0"><flag multiccd="disable"/></option><worldbody>
+      <body><freejoint/><geom name="a" {PRIMITIVES[a]} margin="{margin}"/></body>
+      <body pos="0 0 0.2"><freejoint/><geom name="b" {PRIMITIVES[b]} margin="{margin / 2}"/></body></worldbody></mujoco>"""
+    mm = mujoco.MjModel.from_xml_string(xml)
+    model = hp.from_mujoco(mm)
+    run = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+    rng = np.random.default_rng(0)
+    md = mujoco.MjData(mm)
+    errs, deep = [], 0
+    for trial in range(40):
+        for j in range(mm.njnt):
+            adr = mm.jnt_qposadr[j]
+            md.qpos[adr : adr + 3] = rng.uniform(-0.12, 0.12, 3) + (0 if j == 0 else [0, 0, 0.1])
+            q = rng.standard_normal(4)
+            md.qpos[adr + 3 : adr + 7] = q / np.linalg.norm(q)
+        mujoco.mj_forward(mm, md)
+        out = run(model, hp.from_mjdata(model, md, mm))
+        ours, ref = _contacts(model, out, md)
+        assert ours.shape == ref.shape, f"trial {trial}: {len(ours)} contacts, MuJoCo {len(ref)}"
+        if len(ref):
+            np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=CONVEX_TOL, err_msg=f"trial {trial}")
+            errs.append(np.abs(ours[:, 2:] - ref[:, 2:]).max())
+            deep += bool(ref[0, 2] < -mm.geom_size[0, 0] - margin)
+    assert len(errs) >= 20 and deep >= 5
+    assert np.median(errs) < 1e-10  # most contacts follow MuJoCo's iterations exactly
+
+
+def test_convex_pairs_with_multiccd_are_refused_by_name():
+    xml = """<mujoco><worldbody>
+      <body><freejoint/><geom name="rod" type="capsule" size=".02 .1"/></body>
+      <body pos="0 0 .3"><freejoint/><geom name="puck" type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
+    with pytest.raises(NotImplementedError, match="capsule and a cylinder.*'rod'.*'puck'.*multiccd"):
+        hp.from_mujoco(mujoco.MjModel.from_xml_string(xml))

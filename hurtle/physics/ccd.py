@@ -48,6 +48,16 @@ def _safe(x):
     return jnp.where(x == 0, 1.0, x)
 
 
+def _sqrt(x):
+    """Square root with a finite (zero) gradient at and below zero."""
+    pos = x > 0
+    return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def _norm(x):
+    return _sqrt(jnp.sum(x * x, -1))
+
+
 def _big(dtype):
     return jnp.finfo(dtype).max
 
@@ -194,7 +204,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
         n=jnp.zeros((), jnp.int32),
         lam=jnp.zeros(4, dtype).at[0].set(1.0),
         xk=xk,
-        xn=jnp.linalg.norm(xk),
+        xn=_norm(xk),
         xprev=jnp.zeros((), dtype),
         done=jnp.zeros((), bool),
         early=jnp.zeros((), bool),  # returned before the final checks (separated or degenerate)
@@ -232,7 +242,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
             n=g(n_new, n),
             lam=g(lam, s["lam"]),
             xk=g(xk_new, xk),
-            xn=g(jnp.linalg.norm(xk_new), xn),
+            xn=g(_norm(xk_new), xn),
             xprev=g(jnp.where(k == 0, 0.0, xn), s["xprev"]),
             done=s["done"] | stop | sep | degenerate | (go & (n_new == 4)),
             early=s["early"] | sep | degenerate,
@@ -277,7 +287,7 @@ def _test_tetra(p0, p1, p2, p3):
 
 
 def _rot120(axis):
-    u = axis / _safe(jnp.linalg.norm(axis))
+    u = axis / _safe(_norm(axis))
     s, c = 0.86602540378, -0.5
     u1, u2, u3 = u[0], u[1], u[2]
     return jnp.array(
@@ -290,7 +300,7 @@ def _rot120(axis):
 
 
 def _epa_dir(d):
-    dn = jnp.linalg.norm(d)
+    dn = _norm(d)
     return jnp.where(dn > MINVAL, d / _safe(dn), jnp.array([1.0, 0.0, 0.0], d.dtype))
 
 
@@ -314,7 +324,7 @@ def _polytope3(sup, t, t1, t2):
     """Hexahedron around a triangle: its two apexes along the triangle's normal (polytope3)."""
     center = (t[0] + t[1] + t[2]) / 3
     n = _cross(t[1] - t[0], t[2] - t[0])
-    nn = jnp.linalg.norm(n)
+    nn = _norm(n)
     v5 = sup(_epa_dir(-n))
     v4 = sup(_epa_dir(n))
     verts = jnp.concatenate([t, v5[0][None], v4[0][None]])
@@ -324,7 +334,7 @@ def _polytope3(sup, t, t1, t2):
     def on_tri(p):
         lam = tri_affine(t[0], t[1], t[2], p)
         pr = lam[0] * t[0] + lam[1] * t[1] + lam[2] * t[2]
-        return jnp.all(lam >= 0) & (jnp.linalg.norm(pr - p) < MINVAL)
+        return jnp.all(lam >= 0) & (_norm(pr - p) < MINVAL)
 
     fv, fd2 = _faces(verts, center, _P3_TRIS)
     ok = (nn >= MINVAL) & ~on_tri(v4[0]) & ~on_tri(v5[0]) & jnp.all(fd2 >= MINVAL2)
@@ -433,7 +443,7 @@ def epa(sup, g, iterations: int, tol):
         zero = ~none & (lower2 <= 0)
         pick = active & ~none
         face, face_v, face_d2 = s["faces"][f], s["fv"][f], s["fd2"][f]
-        lower = jnp.sqrt(jnp.maximum(lower2, 0.0))
+        lower = _sqrt(lower2)
         w, w1, w2 = sup(_epa_dir(face_v))
         wi = s["nverts"]
         upper_k = _dot(face_v, w) / _safe(lower)
@@ -502,7 +512,7 @@ def epa(sup, g, iterations: int, tol):
     x1 = lam @ s["vert1"][tri]
     x2 = lam @ s["vert2"][tri]
     found = ok & s["has_face"]
-    return -jnp.sqrt(jnp.maximum(s["face_d2"], 0.0)), x1, x2, found
+    return -_sqrt(s["face_d2"]), x1, x2, found
 
 
 def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
@@ -521,7 +531,7 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
     g = gjk(sup_core, c1, c2, iterations, tol, fm1 + fm2)
     shallow = (fm1 + fm2 > 0) & (g["dist"] > tol)
     n = g["x2"] - g["x1"]
-    n = n / _safe(jnp.linalg.norm(n))
+    n = n / _safe(_norm(n))
     y1 = g["x1"] + fm1 * n
     y2 = g["x2"] - fm2 * n
     sdist = g["dist"] - (fm1 + fm2)

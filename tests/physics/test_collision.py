@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import jax
+import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
@@ -280,3 +281,29 @@ def test_convex_pairs_with_multiccd_are_refused_by_name():
       <body pos="0 0 .3"><freejoint/><geom name="puck" type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
     with pytest.raises(NotImplementedError, match="capsule and a cylinder.*'rod'.*'puck'.*multiccd"):
         hp.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+
+
+def test_convex_pair_gradients_are_finite():
+    """Gradients of capsule-cylinder depths, shallow and deep, including axis-aligned (degenerate) poses."""
+    from hurtle.physics import collision_convex as C
+
+    rng = np.random.default_rng(5)
+    k = 12
+    pos = np.concatenate([rng.uniform(-0.05, 0.05, (k - 3, 3)), [[0, 0, 0.07], [0.005, 0, 0.0], [0.06, 0, 0]]])
+    q = rng.standard_normal((k, 4))
+    q[-3:] = [1, 0, 0, 0]
+    mat = np.asarray(jax.vmap(hp.math.quat_to_mat)(q / np.linalg.norm(q, axis=1, keepdims=True)))
+    cap = np.broadcast_to([0.02, 0.05, 0.0], (k, 3))
+    cyl = np.broadcast_to([0.05, 0.05, 0.0], (k, 3))
+
+    def depth(p):
+        d, _, _, hit = C.penetration(
+            C.CAPSULE, C.CYLINDER, p, mat, cap, np.zeros((k, 3)), np.broadcast_to(np.eye(3), (k, 3, 3)), cyl,
+            np.zeros(k), 35, 1e-6,
+        )  # fmt: skip
+        return jnp.sum(jnp.where(hit, d, 0.0)), hit
+
+    grad, hit = jax.jit(jax.grad(depth, has_aux=True))(jnp.asarray(pos))
+    assert np.all(np.asarray(hit))
+    assert np.all(np.isfinite(np.asarray(grad)))
+    assert np.all(np.linalg.norm(np.asarray(grad), axis=1) > 0.5)  # a depth moves with the geom

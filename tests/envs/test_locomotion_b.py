@@ -52,7 +52,7 @@ TASKS = {
 }
 # hurtle refuses Gymnasium's pusher model (and its own) at load: its gripper capsules touch the cylinder
 CAPSULE_CYLINDER = pytest.mark.xfail(
-    raises=NotImplementedError, strict=True, reason="capsule-cylinder collisions not yet supported (#4)"
+    raises=NotImplementedError, strict=True, reason="capsule-cylinder multi-contact (multiccd) not yet supported (#4)"
 )
 # the tasks as hurtle runs them: the pusher's tests are expected to fail at load until that pair lands; the
 # humanoids' step takes about a minute to compile on 2 cores

@@ -87,6 +87,7 @@ register("swimmer", "hurtle.envs.locomotion.swimmer:Swimmer", episode_length=100
 
 # Gymnasium MuJoCo v5 arm and 3-D locomotion tasks
 register("reacher", "hurtle.envs.manipulation.reacher:Reacher", episode_length=50)
+register("pusher", "hurtle.envs.manipulation.pusher:Pusher", episode_length=100)
 register("ant", "hurtle.envs.locomotion.ant:Ant", episode_length=1000)
 register("humanoid", "hurtle.envs.locomotion.humanoid:Humanoid", episode_length=1000)
 register("humanoidstandup", "hurtle.envs.locomotion.humanoidstandup:HumanoidStandup", episode_length=1000)

@@ -184,14 +184,29 @@ def _subdistance(n, w):
 # --- GJK ---
 
 
+def _with_index(sup):
+    """A support function returning (v, p1, p2, index): index (2,) int32 names each point's feature
+    (a cylinder's cap, a box's vertex; -1 where a shape has none). One returning (v, p1, p2) gets -1s."""
+
+    def f(d):
+        out = sup(d)
+        if len(out) == 4:
+            return out
+        return (*out, jnp.full(2, -1, jnp.int32))
+
+    return f
+
+
 def gjk(sup, x1, x2, iterations: int, tol, cutoff):
     """MuJoCo's gjk: closest points of two convex sets, or a simplex around the origin.
 
-    sup: unit direction -> (vertex of the Minkowski difference, point on 1, point on 2). x1, x2: the
-    initial points. cutoff > 0 asks for distances (separated once proven farther than cutoff);
-    cutoff == 0 only asks whether the sets overlap. Returns a dict: dist (0 inside; the largest
-    float when separated early), x1, x2, the simplex (w, w1, w2: (4, 3)) and its size n, separated.
+    sup: unit direction -> (vertex of the Minkowski difference, point on 1, point on 2[, feature
+    indices (2,)]). x1, x2: the initial points. cutoff > 0 asks for distances (separated once proven
+    farther than cutoff); cutoff == 0 only asks whether the sets overlap. Returns a dict: dist (0
+    inside; the largest float when separated early), x1, x2, the simplex (w, w1, w2: (4, 3); wi: (4, 2)
+    feature indices) and its size n, separated.
     """
+    sup = _with_index(sup)
     dtype = x1.dtype
     big = _big(dtype)
     eps = 0.5 * tol * tol
@@ -201,6 +216,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
         w=z,
         w1=z,
         w2=z,
+        wi=jnp.full((4, 2), -1, jnp.int32),
         n=jnp.zeros((), jnp.int32),
         lam=jnp.zeros(4, dtype).at[0].set(1.0),
         xk=xk,
@@ -214,7 +230,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
     def body(k, s):
         xk, xn, n = s["xk"], s["xn"], s["n"]
         stop = s["done"] | (xn < tol) | (jnp.abs(s["xprev"] - xn) < MINVAL)
-        v, p1, p2 = sup(-xk / _safe(xn))
+        v, p1, p2, ix = sup(-xk / _safe(xn))
         stop = stop | (_dot(xk, xk - v) < eps)
         lower = _dot(xk, v)
         sep = jnp.where(get_dist, (lower > 0) & (lower >= cutoff * xn), lower > 0)
@@ -224,11 +240,13 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
         w = jnp.where(put, v, s["w"])
         w1 = jnp.where(put, p1, s["w1"])
         w2 = jnp.where(put, p2, s["w2"])
+        wi = jnp.where(put, ix, s["wi"])
         lam = _subdistance(n + 1, w)
         keep = (lam != 0) & (jnp.arange(4, dtype=jnp.int32) <= n)
         rank = jnp.cumsum(keep, dtype=jnp.int32) - 1
         move = (keep[:, None] & (rank[:, None] == jnp.arange(4, dtype=jnp.int32)[None, :])).astype(dtype)  # (old, new)
         w, w1, w2 = (jnp.einsum("on,oc->nc", move, a) for a in (w, w1, w2))
+        wi = jnp.sum(move.astype(jnp.int32)[:, :, None] * wi[:, None, :], 0, dtype=jnp.int32)
         lam = jnp.einsum("on,o->n", move, jnp.where(keep, lam, 0.0))
         n_new = jnp.sum(keep).astype(jnp.int32)
         degenerate = go & (n_new < 1)
@@ -239,6 +257,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
             w=g(w, s["w"]),
             w1=g(w1, s["w1"]),
             w2=g(w2, s["w2"]),
+            wi=g(wi, s["wi"]),
             n=g(n_new, n),
             lam=g(lam, s["lam"]),
             xk=g(xk_new, xk),
@@ -253,11 +272,11 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
     started = n > 0
     y1 = jnp.where(started, jnp.einsum("n,nc->c", lam, s["w1"]), x1)
     y2 = jnp.where(started, jnp.einsum("n,nc->c", lam, s["w2"]), x2)
-    v, _, _ = sup(-xk / _safe(xn))
+    v = sup(-xk / _safe(xn))[0]
     separated = s["early"] | (_dot(xk, v) > 0)
     dist = jnp.where(s["early"], big, jnp.where((n == 4) & ~separated, 0.0, xn))
     n = jnp.where(s["early"], 0, n)
-    return dict(dist=dist, x1=y1, x2=y2, w=s["w"], w1=s["w1"], w2=s["w2"], n=n, separated=separated)
+    return dict(dist=dist, x1=y1, x2=y2, w=s["w"], w1=s["w1"], w2=s["w2"], wi=s["wi"], n=n, separated=separated)
 
 
 # --- the initial polytope ---
@@ -320,7 +339,7 @@ _P3_TRIS = np.array([[4, 0, 1], [4, 2, 0], [4, 1, 2], [3, 1, 0], [3, 0, 2], [3, 
 _P4_TRIS = np.array([[0, 1, 2], [0, 3, 1], [0, 2, 3], [3, 2, 1]])
 
 
-def _polytope3(sup, t, t1, t2):
+def _polytope3(sup, t, t1, t2, ti):
     """Hexahedron around a triangle: its two apexes along the triangle's normal (polytope3)."""
     center = (t[0] + t[1] + t[2]) / 3
     n = _cross(t[1] - t[0], t[2] - t[0])
@@ -330,6 +349,7 @@ def _polytope3(sup, t, t1, t2):
     verts = jnp.concatenate([t, v5[0][None], v4[0][None]])
     vert1 = jnp.concatenate([t1, v5[1][None], v4[1][None]])
     vert2 = jnp.concatenate([t2, v5[2][None], v4[2][None]])
+    verti = jnp.concatenate([ti, v5[3][None], v4[3][None]])
 
     def on_tri(p):
         lam = tri_affine(t[0], t[1], t[2], p)
@@ -338,16 +358,17 @@ def _polytope3(sup, t, t1, t2):
 
     fv, fd2 = _faces(verts, center, _P3_TRIS)
     ok = (nn >= MINVAL) & ~on_tri(v4[0]) & ~on_tri(v5[0]) & jnp.all(fd2 >= MINVAL2)
-    return verts, vert1, vert2, center, fv, fd2, ok
+    return verts, vert1, vert2, verti, center, fv, fd2, ok
 
 
 def polytope(sup, g):
     """EPA's first polytope from GJK's simplex (polytope2/3/4 with their fallbacks to a triangle).
 
-    Returns (verts, vert1, vert2) (5, 3), center, faces (6, 3) int, face projections (6, 3), squared
-    distances (6,), face count (4 or 6), and ok.
+    Returns (verts, vert1, vert2) (5, 3), their feature indices (5, 2), center, faces (6, 3) int, face
+    projections (6, 3), squared distances (6,), face count (4 or 6), and ok.
     """
-    w, w1, w2, n = g["w"], g["w1"], g["w2"], g["n"]
+    sup = _with_index(sup)
+    w, w1, w2, wi, n = g["w"], g["w1"], g["w2"], g["wi"], g["n"]
     # polytope2: a segment; three more points around it, 120 degrees apart
     diff = w[1] - w[0]
     e = jax.nn.one_hot(jnp.argmin(jnp.abs(diff)), 3, dtype=w.dtype)
@@ -359,6 +380,7 @@ def polytope(sup, g):
     p2v = jnp.concatenate([w[:2], jnp.stack([x[0] for x in extra])])
     p2v1 = jnp.concatenate([w1[:2], jnp.stack([x[1] for x in extra])])
     p2v2 = jnp.concatenate([w2[:2], jnp.stack([x[2] for x in extra])])
+    p2vi = jnp.concatenate([wi[:2], jnp.stack([x[3] for x in extra])])
     p2c = 0.5 * (w[0] + w[1])
     p2fv, p2fd2 = _faces(p2v, p2c, _P2_TRIS)
     p2bad = _first_bad(p2fd2, MINVAL2)
@@ -377,8 +399,8 @@ def polytope(sup, g):
     from4 = (n == 4) & (p4bad >= 0)
     tri = jnp.where(from2, p2tri, jnp.where(from4, p4tri, jnp.arange(3)))
     src = lambda a2, a: jnp.where(from2, a2[tri], a[tri])  # noqa: E731
-    t, t1, t2 = src(p2v, w), src(p2v1, w1), src(p2v2, w2)
-    p3v, p3v1, p3v2, p3c, p3fv, p3fd2, p3ok = _polytope3(sup, t, t1, t2)
+    t, t1, t2, ti = src(p2v, w), src(p2v1, w1), src(p2v2, w2), src(p2vi, wi)
+    p3v, p3v1, p3v2, p3vi, p3c, p3fv, p3fd2, p3ok = _polytope3(sup, t, t1, t2, ti)
     use3 = (n == 3) | from2 | from4
     use2 = ~use3 & (n == 2)
     pad = lambda x: jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])  # noqa: E731
@@ -386,13 +408,14 @@ def polytope(sup, g):
     verts = pick(p3v, p2v, pad(w))
     vert1 = pick(p3v1, p2v1, pad(w1))
     vert2 = pick(p3v2, p2v2, pad(w2))
+    verti = pick(p3vi, p2vi, pad(wi))
     center = pick(p3c, p2c, p4c)
     faces = pick(jnp.asarray(_P3_TRIS), jnp.asarray(_P2_TRIS), jnp.asarray(np.concatenate([_P4_TRIS, [[0, 0, 0]] * 2])))
     fv = pick(p3fv, p2fv, pad(pad(p4fv)))
     fd2 = pick(p3fd2, p2fd2, pad(pad(p4fd2)))
     nface = jnp.where(use3 | use2, 6, 4)
     ok = jnp.where(use3, p3ok, jnp.where(use2, p2ok, p4ok))
-    return verts, vert1, vert2, center, faces, fv, fd2, nface, ok
+    return verts, vert1, vert2, verti, center, faces, fv, fd2, nface, ok
 
 
 # --- EPA ---
@@ -401,11 +424,13 @@ def polytope(sup, g):
 def epa(sup, g, iterations: int, tol):
     """Penetration depth and witness points from GJK's simplex around the origin (MuJoCo's epa).
 
-    Returns (dist, x1, x2, found): dist = -depth.
+    Returns (dist, x1, x2, found, face): dist = -depth; face the final face's (idx (3, 2), p1 (3, 3),
+    p2 (3, 3)): its vertices' feature indices and points on each shape (for the multi-contact search).
     """
+    sup = _with_index(sup)
     dtype = g["w"].dtype
     big = _big(dtype)
-    verts0, vert10, vert20, center, faces0, fv0, fd20, nface0, ok = polytope(sup, g)
+    verts0, vert10, vert20, verti0, center, faces0, fv0, fd20, nface0, ok = polytope(sup, g)
     kmax = min(iterations, 1000)
     nv = 5 + kmax
     nf = 2 * nv
@@ -416,6 +441,7 @@ def epa(sup, g, iterations: int, tol):
         verts=padv(verts0),
         vert1=padv(vert10),
         vert2=padv(vert20),
+        verti=jnp.concatenate([verti0, jnp.full((nv - 5, 2), -1, jnp.int32)]),
         nverts=jnp.where(nface0 == 6, 5, 4).astype(jnp.int32),
         faces=padf(faces0.astype(jnp.int32)),
         fv=padf(fv0),
@@ -444,7 +470,7 @@ def epa(sup, g, iterations: int, tol):
         pick = active & ~none
         face, face_v, face_d2 = s["faces"][f], s["fv"][f], s["fd2"][f]
         lower = _sqrt(lower2)
-        w, w1, w2 = sup(_epa_dir(face_v))
+        w, w1, w2, ix = sup(_epa_dir(face_v))
         wi = s["nverts"]
         upper_k = _dot(face_v, w) / _safe(lower)
         better = upper_k < s["upper"]
@@ -490,6 +516,7 @@ def epa(sup, g, iterations: int, tol):
             verts=jnp.where(on_vertex, verts, s["verts"]),
             vert1=jnp.where(on_vertex, s["vert1"].at[wi].set(w1), s["vert1"]),
             vert2=jnp.where(on_vertex, s["vert2"].at[wi].set(w2), s["vert2"]),
+            verti=jnp.where(on_vertex, s["verti"].at[wi].set(ix), s["verti"]),
             nverts=jnp.where(on_vertex, wi + 1, wi),
             faces=upd(faces, s["faces"]),
             fv=upd(fv, s["fv"]),
@@ -512,22 +539,33 @@ def epa(sup, g, iterations: int, tol):
     x1 = lam @ s["vert1"][tri]
     x2 = lam @ s["vert2"][tri]
     found = ok & s["has_face"]
-    return -_sqrt(s["face_d2"]), x1, x2, found
+    face = dict(idx=s["verti"][tri], p1=s["vert1"][tri], p2=s["vert2"][tri])
+    return -_sqrt(s["face_d2"]), x1, x2, found, face
+
+
+def _simplex_face(g):
+    """GJK's simplex as a (possibly degenerate) face: vertices 0, 1, 2, repeating 0 where it has fewer."""
+    n = g["n"]
+    tri = jnp.stack([0, jnp.where(n > 1, 1, 0), jnp.where(n > 2, 2, 0)]).astype(jnp.int32)
+    return dict(idx=g["wi"][tri], p1=g["w1"][tri], p2=g["w2"][tri])
 
 
 def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
-    """mjc_ccd for one pair: (dist, x1, x2, found) with dist < 0 for a contact.
+    """mjc_ccd for one pair: (dist, x1, x2, found, face) with dist < 0 for a contact.
 
     sup_full: direction -> Minkowski support of the two (margin-inflated) shapes; sup_core: the same
     with spheres and capsules shrunk to their cores (None when neither pair member is one), fm1, fm2
-    the radius (plus half the margin) each core lost; c1, c2 the geoms' centres.
+    the radius (plus half the margin) each core lost; c1, c2 the geoms' centres. face: the features
+    the contact was found on (EPA's last face, or GJK's simplex for a shallow contact) as epa
+    returns it, plus ok (whether there is one), for MuJoCo's multi-contact search.
     """
     deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol))
     penetrating = (deep_g["dist"] <= tol) & (deep_g["n"] > 1) & ~deep_g["separated"]
-    dist, x1, x2, found = epa(sup_full, deep_g, iterations, tol)
+    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol)
     found = penetrating & found & (dist < 0)
+    face["ok"] = found
     if sup_core is None:
-        return dist, x1, x2, found
+        return dist, x1, x2, found, face
     g = gjk(sup_core, c1, c2, iterations, tol, fm1 + fm2)
     shallow = (fm1 + fm2 > 0) & (g["dist"] > tol)
     n = g["x2"] - g["x1"]
@@ -537,4 +575,7 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
     sdist = g["dist"] - (fm1 + fm2)
     sfound = (g["dist"] < _big(sdist.dtype)) & (sdist < 0)
     pick = lambda a, b: jnp.where(shallow, a, b)  # noqa: E731
-    return pick(sdist, dist), pick(y1, x1), pick(y2, x2), pick(sfound, found)
+    sface = _simplex_face(g)
+    sface["ok"] = sfound & (g["n"] > 0)
+    face = jax.tree.map(pick, sface, face)
+    return pick(sdist, dist), pick(y1, x1), pick(y2, x2), pick(sfound, found), face

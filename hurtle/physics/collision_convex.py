@@ -16,7 +16,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from hurtle.physics import ccd, math
+from hurtle.physics import ccd, math, multiccd
 
 PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = 0, 1, 2, 3, 4, 5, 6, 7
 MINVAL2 = math.MINVAL * math.MINVAL
@@ -53,6 +53,18 @@ def support(gtype: int, pos, mat, size, direction, margin):
     return out + direction * (0.5 * jnp.asarray(margin))[..., None]
 
 
+def feature(gtype: int, mat, direction):
+    """The feature a support point lies on, as MuJoCo labels it: a cylinder's cap (0 top, 1 bottom),
+    a box's vertex (bits x, y, z positive); -1 for shapes without features."""
+    local = jnp.einsum("...ji,...j->...i", mat, direction)
+    if gtype == CYLINDER:
+        return jnp.where(local[..., 2] >= 0, 0, 1).astype(jnp.int32)
+    if gtype == BOX:
+        bits = (local > 0).astype(jnp.int32) * jnp.array([1, 2, 4], jnp.int32)
+        return jnp.sum(bits, -1, dtype=jnp.int32)
+    return jnp.full(local.shape[:-1], -1, jnp.int32)
+
+
 def core_support(gtype: int, pos, mat, size, direction):
     """Support of a sphere's centre or a capsule's segment (mjc_pointSupport, mjc_lineSupport)."""
     if gtype == SPHERE:
@@ -79,19 +91,24 @@ def has_features(t1: int, t2: int) -> bool:
     return (t1 in FACES or t1 in EDGES) and (t2 in FACES or t2 in EDGES) and not (t1 in EDGES and t2 in EDGES)
 
 
-def penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations: int, tol):
-    """One contact of two convex geoms per pair (mjc_penetration with native CCD): (dist, pos, normal, found).
+def penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations: int, tol, multi: bool = False):
+    """Contacts of two convex geoms per pair (mjc_penetration with native CCD): (dist, pos, normal,
+    found), each with a trailing axis of contact slots: one, or with `multi` MuJoCo 4's multi-contact
+    search (multiccd) on pairs with faces or edges, multiccd.contacts_per_pair.
 
     A sphere or capsule is first collided as its core (a point or a segment) and so, in MuJoCo 4, is a
     pair with faces or edges that has a margin: GJK on the un-inflated shapes, the margin added after.
     """
     shrink = has_features(t1, t2)
+    multi = multi and shrink
 
     def one(pos1, mat1, size1, pos2, mat2, size2, margin, tol):
+
         def sup(d):
             p1 = support(t1, pos1, mat1, size1, d, margin)
             p2 = support(t2, pos2, mat2, size2, -d, margin)
-            return p1 - p2, p1, p2
+            ix = jnp.stack([feature(t1, mat1, d), feature(t2, mat2, -d)])
+            return p1 - p2, p1, p2, ix
 
         sup_core, zero = None, jnp.zeros_like(margin)
         fm1 = fm2 = zero
@@ -104,27 +121,40 @@ def penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations
             def sup_core(d):
                 p1 = side(t1, pos1, mat1, size1, d)
                 p2 = side(t2, pos2, mat2, size2, -d)
-                return p1 - p2, p1, p2
+                ix = jnp.stack([feature(t1, mat1, d), feature(t2, mat2, -d)])
+                return p1 - p2, p1, p2, ix
 
             def lost(t, size):
                 return size[0] + 0.5 * margin if t in CORES else (0.5 * margin if shrink else zero)
 
             fm1, fm2 = lost(t1, size1), lost(t2, size2)
-        dist, x1, x2, hit = ccd.ccd(sup, sup_core, fm1, fm2, pos1, pos2, iterations, tol)
-        return margin + dist, 0.5 * (x1 + x2), math.normalize(x1 - x2), hit
+        dist, x1, x2, hit, face = ccd.ccd(sup, sup_core, fm1, fm2, pos1, pos2, iterations, tol)
+        dist, pos, normal = margin + dist, 0.5 * (x1 + x2), math.normalize(x1 - x2)
+        if not multi:
+            return dist[None], pos[None], normal[None], hit[None]
+        k = multiccd.contacts_per_pair(t1, t2)
+        g1, g2 = (pos1, mat1, size1), (pos2, mat2, size2)
+        count, w1, w2, mdist, mnormal = multiccd.multicontact(t1, t2, g1, g2, margin, x1, x2, face)
+        many = hit & (count > 0)
+        slot = jnp.arange(k, dtype=jnp.int32)
+        return (
+            jnp.where(many, margin + mdist[:k], jnp.where(slot == 0, dist, 0.0)),
+            jnp.where(many, 0.5 * (w1 + w2)[:k], pos),
+            jnp.where(many, mnormal, normal) * jnp.ones((k, 1), normal.dtype),
+            jnp.where(many, slot < count, hit & (slot == 0)),
+        )
 
     tol = jnp.broadcast_to(tol, margin.shape)
     return jax.vmap(one)(pos1, mat1, size1, pos2, mat2, size2, margin, tol)
 
 
-def make_convex(t1: int, t2: int):
-    """The narrow-phase function of a convex pair giving one contact (mjc_Convex)."""
+def make_convex(t1: int, t2: int, multi: bool):
+    """The narrow-phase function of a convex pair (mjc_Convex), with MuJoCo 4's multi-contact search."""
 
     def convex(g, pos1, mat1, size1, pos2, mat2, size2, margin, m):
         it, tol = m.opt.ccd_iterations, m.opt.ccd_tolerance
-        dist, pos, normal, hit = penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, it, tol)
-        z = jnp.zeros_like(pos)
-        return dist[:, None], pos[:, None], normal[:, None], z[:, None], hit[:, None]
+        dist, pos, normal, hit = penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, it, tol, multi)
+        return dist, pos, normal, jnp.zeros_like(pos), hit
 
     convex.uses_model = True
     return convex
@@ -151,18 +181,20 @@ def plane_convex(t2: int):
 # after its 35 unconverged iterations, up to 3e-2 apart) and cylinder-box (a box's equal face
 # distances make EPA's choice depend on MuJoCo's face order: up to 3e-3 apart).
 CONVEX_PAIRS = [(CAPSULE, CYLINDER), (CYLINDER, CYLINDER)]
+MULTI_PAIRS = [(CAPSULE, CYLINDER), (CYLINDER, CYLINDER)]  # with MuJoCo 4's multi-contact search
 
 
-def multiccd_missing(types: tuple, multiccd: bool) -> bool:
-    """Whether a convex pair needs MuJoCo 4's multi-contact search, which hurtle lacks yet."""
-    return multiccd and types in CONVEX_PAIRS
+def multiccd_missing(types: tuple, multi: bool) -> bool:
+    """Whether a convex pair needs MuJoCo 4's multi-contact search where hurtle lacks it yet."""
+    return multi and types in CONVEX_PAIRS and has_features(*types) and types not in MULTI_PAIRS
 
 
 @functools.cache
-def narrow_table(multiccd: bool) -> dict:
+def narrow_table(multi: bool) -> dict:
     """(type1, type2) -> (function, slots) of the registered convex pairs, for a multiccd setting."""
     table = {(PLANE, ELLIPSOID): (plane_convex(ELLIPSOID), 1)}
     for t in CONVEX_PAIRS:
-        if not multiccd_missing(t, multiccd):
-            table[t] = (make_convex(*t), 1)
+        if not multiccd_missing(t, multi):
+            search = multi and has_features(*t)
+            table[t] = (make_convex(*t, search), multiccd.contacts_per_pair(*t) if search else 1)
     return table

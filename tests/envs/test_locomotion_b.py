@@ -50,13 +50,8 @@ TASKS = {
     "humanoidstandup": (HumanoidStandup, "HumanoidStandup-v5", "humanoidstandup.xml", 1000),
     "pusher": (Pusher, "Pusher-v5", "pusher_v5.xml", 100),
 }
-# hurtle refuses Gymnasium's pusher model (and its own) at load: its gripper capsules touch the cylinder
-CAPSULE_CYLINDER = pytest.mark.xfail(
-    raises=NotImplementedError, strict=True, reason="capsule-cylinder multi-contact (multiccd) not yet supported (#4)"
-)
-# the tasks as hurtle runs them: the pusher's tests are expected to fail at load until that pair lands; the
-# humanoids' step takes about a minute to compile on 2 cores
-MARKS = {"pusher": CAPSULE_CYLINDER, "humanoid": pytest.mark.slow, "humanoidstandup": pytest.mark.slow}
+# the humanoids' step takes about a minute to compile on 2 cores
+MARKS = {"humanoid": pytest.mark.slow, "humanoidstandup": pytest.mark.slow}
 HURTLE_TASKS = [pytest.param(name, marks=MARKS.get(name, ())) for name in TASKS]
 
 MODEL_FIELDS = (

@@ -226,7 +226,7 @@ def test_gjk_distance_and_epa_depth_are_exact_for_boxes():
             p2 = C.support(C.BOX, o, np.eye(3), h2, -d, 0.0)
             return p1 - p2, p1, p2
 
-        return ccd.ccd(sup, None, 0.0, 0.0, np.zeros(3), o, 35, 1e-6)
+        return ccd.ccd(sup, None, 0.0, 0.0, np.zeros(3), o, 35, 1e-6)[:4]
 
     d, y1, y2, found = jax.jit(jax.vmap(depth))(off)
     hit = np.all(overlap > 0, axis=1)

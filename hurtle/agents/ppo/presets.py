@@ -28,14 +28,15 @@ def _brax(
     learning_rate: float,
     entropy_cost: float,
     reward_scaling: float,
+    num_minibatches: int = 32,
     **rest: Any,
 ) -> dict[str, Any]:
-    """A preset from Brax's published settings (translated as the module docstring says): 32 minibatches,
-    evaluation and checkpoints every 10 iterations unless `rest` says otherwise."""
+    """A preset from Brax's published settings (translated as the module docstring says), evaluation and
+    checkpoints every 10 iterations unless `rest` says otherwise."""
     return dict(
         num_envs=num_envs,
         unroll_length=unroll_length,
-        num_minibatches=32,
+        num_minibatches=num_minibatches,
         num_epochs=num_epochs,
         num_timesteps=num_timesteps,
         discount=discount,
@@ -106,6 +107,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Brax reacher: 50M steps, reward scaling 5, unroll 50, 8 updates, discount 0.95, lr 3e-4, entropy 1e-3,
     # 2048 envs, batch 256 (4 unrolls); Gymnasium's reacher episodes are 50 steps
     "reacher": _brax(2048, 50 * 4, 8, 50_000_000, 0.95, 3e-4, 1e-3, 5.0, episode_length=50),
+    # Brax pusher: 50M steps, reward scaling 5, unroll 30, 16 minibatches, 8 updates, discount 0.95, lr 3e-4,
+    # entropy 1e-2, 2048 envs, batch 512 (4 unrolls); Gymnasium's pusher episodes are 100 steps
+    "pusher": _brax(2048, 30 * 4, 8, 50_000_000, 0.95, 3e-4, 1e-2, 5.0, num_minibatches=16, episode_length=100),
 }
 
 

@@ -1,0 +1,304 @@
+"""MuJoCo 4's multi-contact search for convex pairs with faces or edges (multiccd), for one pair.
+
+With multiccd on, a contact MuJoCo's convex collider finds between a capsule, cylinder, box or mesh
+and a shape with faces is turned into up to four: the features the contact lies on are read from the
+vertices of EPA's last face (or GJK's simplex for a shallow contact), each labelled with the shape
+feature that produced it (a cylinder's cap, a box's vertex). When a face of one shape faces a face of
+the other within about 0.089 rad, or an edge (a capsule's segment, a cylinder's side line) lies in a face
+within that angle, one is clipped against the other (Sutherland-Hodgman) and the clipped vertices
+closer than the margin to the clipping face become the contacts: the two farthest apart for an edge,
+a quadrilateral of largest area for a polygon with more than four. A cylinder's cap is a 16-gon.
+
+Branch-free: every case the two geometry types allow is computed and the one that applies selected;
+polygons live in fixed arrays with a vertex count, compacted in order after each clipping plane.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hurtle.physics import math
+
+CAPSULE, CYLINDER, BOX = 3, 5, 6
+FACE_TOL = 0.996  # faces face each other when their normals' dot product is below -FACE_TOL
+EDGE_TOL = 0.0888  # an edge lies in a face when its dot product with the face normal is below this
+INTERSECT_TOL = 3e-7
+HALFSPACE_TOL = 1e-10
+MINVAL = 1e-15
+NCAP = 16  # a cylinder's cap as a polygon
+_COS16 = np.array([pymath.cos(i * pymath.pi / 8.0) for i in range(NCAP)])
+_SIN16 = np.array([pymath.sin(i * pymath.pi / 8.0) for i in range(NCAP)])
+MAX_CONTACTS = 4
+
+
+def contacts_per_pair(t1: int, t2: int) -> int:
+    """Contact slots a pair's multi-contact search can fill: 2 for an edge on a face, 4 for faces."""
+    faces1, faces2 = t1 in (CYLINDER, BOX), t2 in (CYLINDER, BOX)
+    return MAX_CONTACTS if faces1 and faces2 else 2
+
+
+# --- features of each shape ---
+
+
+def _feature_dim(idx, pts):
+    """How many distinct features (1, 2 or 3) of one shape a face's three vertices came from, the
+    distinct ones first (MuJoCo's feature dimension)."""
+    i1, i2, i3 = idx[0], idx[1], idx[2]
+    distinct = i1 != i2
+    dim = jnp.where(distinct, jnp.where((i3 == i1) | (i3 == i2), 2, 3), jnp.where(i1 != i3, 2, 1))
+    fidx = jnp.where(distinct, idx, jnp.stack([i1, i3, i3]))
+    fpts = jnp.where(distinct, pts, jnp.stack([pts[0], pts[2], pts[2]]))
+    return dim, fidx, fpts
+
+
+def _face_normals(t, dim, fidx, mat):
+    """Candidate face normals (k, 3), the faces they name (k,) and which are valid (k,)."""
+    if t == CYLINDER:
+        sgn = jnp.where(fidx[0] != 0, -1.0, 1.0)
+        return (mat[:, 2] * sgn)[None], fidx[:1], (dim == 1)[None]
+    if t == CAPSULE:
+        z = jnp.zeros((0, 3), mat.dtype)
+        return z, jnp.zeros(0, jnp.int32), jnp.zeros(0, bool)
+    raise NotImplementedError(f"multi-contact face normals of geom type {t}")
+
+
+def _edge(t, dim, fidx, fpts, pos, mat, size, margin, x):
+    """The edge a contact lies on: its direction (unit), start and end point, and whether there is one.
+
+    A capsule's edge is its side line through the witness point x; a cylinder's, the side line
+    through the face's first vertex (on the rim), from the cap it came from to the other.
+    """
+    axis = mat[:, 2]
+    if t == CAPSULE:
+        pr = math.dot(x - pos, axis)
+        return axis, x + axis * (-pr - size[1]), x + axis * (-pr + size[1]), jnp.ones((), bool)
+    if t == CYLINDER:
+        sgn = jnp.where(fidx[0] != 0, 1.0, -1.0)
+        v = fpts[0]
+        diff = v - pos
+        l0, l1 = math.dot(mat[:, 0], diff), math.dot(mat[:, 1], diff)
+        n2 = l0 * l0 + l1 * l1
+        ok = n2 >= MINVAL * MINVAL
+        scl = jnp.where(ok, size[0] / jnp.sqrt(jnp.where(ok, n2, 1.0)), 0.0)
+        rim = mat @ jnp.stack([scl * l0, scl * l1, -sgn * size[1]]) + pos
+        v = jnp.where(margin > 0, rim, v)
+        n = axis * sgn
+        return n, v, v + n * (2.0 * size[1]), (dim == 1) | (dim == 2)
+    raise NotImplementedError(f"multi-contact edges of geom type {t}")
+
+
+def _face(t, face_id, pos, mat, size):
+    """The vertices of a shape's face (k, 3), in MuJoCo's order."""
+    if t == CYLINDER:
+        sgn = jnp.where(face_id != 0, -1.0, 1.0)
+        center = mat[:, 2] * (sgn * size[1]) + pos
+        col0 = mat[:, 0] * size[0]
+        col1 = mat[:, 1] * (size[0] * sgn)
+        return col0 * _COS16[:, None] - col1 * _SIN16[:, None] + center
+    raise NotImplementedError(f"multi-contact faces of geom type {t}")
+
+
+def _has_faces(t):
+    return t in (CYLINDER, BOX)
+
+
+def _has_edges(t):
+    return t in (CAPSULE, CYLINDER, BOX)
+
+
+# --- clipping ---
+
+
+def _compact(pts, keep, cap: int):
+    """The kept points, in order, in an array of `cap` rows, and their count."""
+    rank = jnp.cumsum(keep, dtype=jnp.int32) - 1
+    out = jnp.zeros((cap, 3), pts.dtype).at[jnp.where(keep, rank, cap)].set(pts, mode="drop")
+    return out, jnp.minimum(jnp.sum(keep, dtype=jnp.int32), cap)
+
+
+def _clip(clipper, subject, n, wdir, margin):
+    """Clip polygon `subject` by the edges of face `clipper` (normal n); keep vertices within margin
+    of the face; witness points on the face and the subject, and their distances along wdir.
+
+    Returns (count, w1 (4, 3) on the clipper, w2 (4, 3), dist (4,)).
+    """
+    k, s = clipper.shape[0], subject.shape[0]
+    cap = k + s + 2
+    nxt = jnp.roll(clipper, -1, axis=0)
+    pn = math.cross(nxt - clipper, (clipper + n) - clipper)
+    pd = math.dot(pn, clipper)
+    poly = jnp.zeros((cap, 3), subject.dtype).at[:s].set(subject)
+    ar = jnp.arange(cap, dtype=jnp.int32)
+
+    def plane(carry, e):
+        poly, npoly = carry
+        a, pne, pde = clipper[e], pn[e], pd[e]
+        q = poly[jnp.where(ar + 1 < npoly, ar + 1, 0)]
+        valid = ar < npoly
+        in1 = math.dot(poly - a, pne) > -HALFSPACE_TOL
+        in2 = math.dot(q - a, pne) > -HALFSPACE_TOL
+        den = math.dot(q - poly, pne)
+        par = jnp.abs(den) < HALFSPACE_TOL
+        t = jnp.where(par, jnp.inf, (pde - math.dot(pne, poly)) / jnp.where(par, 1.0, den))
+        cut = valid & (in1 != in2) & (t > -INTERSECT_TOL) & (t < 1.0 + INTERSECT_TOL)
+        cross = poly + jnp.clip(t, 0.0, 1.0)[:, None] * (q - poly)
+        pts = jnp.stack([cross, q], 1).reshape(2 * cap, 3)
+        keep = jnp.stack([cut, valid & in2], 1).reshape(2 * cap)
+        return _compact(pts, keep, cap), None
+
+    (poly, npoly), _ = jax.lax.scan(plane, (poly, jnp.asarray(s, jnp.int32)), jnp.arange(k, dtype=jnp.int32))
+    near = (ar < npoly) & (math.dot(poly - clipper[0], n) <= margin)
+    poly, npoly = _compact(poly, near, cap)
+
+    if s == 2:  # an edge: its two farthest clipped points
+        diff = poly[None, :, :] - poly[:, None, :]
+        d2 = math.dot(diff, diff)
+        pair = (ar[:, None] < ar[None, :]) & (ar[None, :] < npoly)
+        flat = jnp.where(pair, d2, 0.0).reshape(-1)
+        best = jnp.argmax(flat)  # the first strictly largest, as MuJoCo scans
+        b1, b2 = jnp.where(flat[best] > 0, best // cap, 0), jnp.where(flat[best] > 0, best % cap, 1)
+        two = jnp.stack([poly[b1], poly[b2]])
+        pick = jnp.where(npoly > 2, two[jnp.arange(4, dtype=jnp.int32) % 2], poly[:4])
+        count = jnp.minimum(npoly, 2)
+    else:
+        quad = _polygon_quad(poly, npoly)
+        pick = jnp.where(npoly > 4, poly[quad], poly[:4])
+        count = jnp.minimum(npoly, 4)
+    w1 = pick - math.dot(pick - clipper[0], n)[:, None] * n
+    dist = math.dot(w1 - pick, wdir)
+    w2 = w1 - dist[:, None] * wdir
+    return count, w1, w2, dist
+
+
+def _area4(a, b, c, d):
+    return 0.5 * math.safe_norm(math.cross(a - c, b - d))
+
+
+def _polygon_quad(poly, npoly):
+    """Indices of a quadrilateral of largest area in a convex polygon of npoly > 4 vertices: MuJoCo's
+    search (for each first vertex, advance the fourth, then the third, then the second while the
+    area grows), run as a state machine until every lane of a batch is done."""
+    n = jnp.maximum(npoly, 1)
+    area = lambda a, b, c, d: _area4(poly[a], poly[b], poly[c], poly[d])  # noqa: E731
+    # phase 0: try the next fourth vertex; 1: the next third; 2: the next second
+    init = dict(
+        a=jnp.zeros((), jnp.int32),
+        b=jnp.ones((), jnp.int32),
+        c=jnp.full((), 2, jnp.int32),
+        d=jnp.full((), 3, jnp.int32),
+        m=area(0, 1, 2, 3),
+        res=jnp.arange(4, dtype=jnp.int32),
+        phase=jnp.zeros((), jnp.int32),
+    )
+    limit = 64 * poly.shape[0]
+
+    last = jnp.where(npoly > 4, n, 0)  # nothing to search below five vertices
+
+    def cond(st):
+        return (st[1]["a"] < last) & (st[0] < limit)
+
+    def body(st):
+        k, s = st
+        a, b, c, d, ph = s["a"], s["b"], s["c"], s["d"], s["phase"]
+        nb, nc, nd = jnp.where(ph == 2, (b + 1) % n, b), jnp.where(ph == 1, (c + 1) % n, c), jnp.where(ph == 0, (d + 1) % n, d)
+        m_next = area(a, nb, nc, nd)
+        up = m_next > s["m"]
+        # an improvement is taken; phase 0 then goes to 1. No improvement: 0 ends this a, 1 -> 2, 2 -> 0.
+        end_a = ~up & (ph == 0)
+        b2, c2, d2 = jnp.where(up, nb, b), jnp.where(up, nc, c), jnp.where(up, nd, d)
+        # the end of a first vertex: step the others off it
+        fb = jnp.where(end_a & (b2 == a), (b2 + 1) % n, b2)
+        fc = jnp.where(end_a & (b2 == a) & (c2 == fb), (c2 + 1) % n, c2)
+        fd = jnp.where(end_a & (b2 == a) & (c2 == fb) & (d2 == fc), (d2 + 1) % n, d2)
+        phase = jnp.where(up, jnp.where(ph == 0, 1, ph), jnp.where(ph == 0, 0, (ph + 1) % 3))
+        new = dict(
+            a=jnp.where(end_a, a + 1, a),
+            b=fb,
+            c=fc,
+            d=fd,
+            m=jnp.where(up, m_next, s["m"]),
+            res=jnp.where(up, jnp.stack([a, nb, nc, nd]), s["res"]),
+            phase=phase.astype(jnp.int32),
+        )
+        return k + 1, new
+
+    _, s = jax.lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), init))
+    return s["res"]
+
+
+# --- the search ---
+
+
+def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
+    """MuJoCo 4's multicontact for one pair of types t1 <= t2 with faces or edges.
+
+    g1, g2: (pos, mat, size) of each geom; margin: the pair's; x1, x2: the contact's witness points;
+    face: ccd's feature face (idx (3, 2), p1, p2 (3, 3), ok). Returns (count, w1 (4, 3), w2 (4, 3),
+    dist (4,), normal): count 0 when the search gives no contacts (keep the single one), else up to 4
+    contacts with distances (un-inflated surfaces, margin removed) and the common normal.
+    """
+    pos1, mat1, size1 = g1
+    pos2, mat2, size2 = g2
+    dtype = x1.dtype
+    dim1, fidx1, fpts1 = _feature_dim(face["idx"][:, 0], face["p1"])
+    dim2, fidx2, fpts2 = _feature_dim(face["idx"][:, 1], face["p2"])
+    wdir = x2 - x1
+    n1, id1, ok1 = _face_normals(t1, dim1, fidx1, mat1)
+    n2, id2, ok2 = _face_normals(t2, dim2, fidx2, mat2)
+    half = 0.5 * margin
+    m1 = half if t1 != CAPSULE else jnp.zeros_like(half)
+    m2 = half if t2 != CAPSULE else jnp.zeros_like(half)
+    mtot = m1 + m2
+    cases = []  # (applies, count, w1, w2, dist, normal)
+
+    # face against face
+    ff_found = jnp.zeros((), bool)
+    if _has_faces(t1) and _has_faces(t2):
+        tol = EDGE_TOL * math.safe_norm(wdir)
+        a = ok1 & (math.dot(n1, wdir) < -tol)
+        b = ok2 & (math.dot(n2, wdir) > tol)
+        d = jnp.where(a[:, None] & b[None, :], n1 @ n2.T, jnp.inf)
+        flat = jnp.argmin(d.reshape(-1))
+        ff_found = d.reshape(-1)[flat] < -FACE_TOL
+        i, j = flat // d.shape[1], flat % d.shape[1]
+        f1 = _face(t1, id1[i], pos1, mat1, size1)
+        f2 = _face(t2, id2[j], pos2, mat2, size2)
+        cnt, c1, c2, dd = _clip(f1, f2, n1[i], n2[j], mtot)
+        cases.append((ff_found, cnt, c1, c2, dd, -n2[j]))
+
+    any1, any2 = jnp.any(ok1), jnp.any(ok2)
+    edge1 = ~ff_found & (dim1 < 3) & any2 & ((dim1 <= dim2) | ~any1)
+    edge2 = ~ff_found & ~edge1 & (dim2 < 3)
+
+    def edge_on_face(te, dime, fidxe, fptse, ge, xe, nf, idf, okf, tf, gf, direction):
+        """An edge of one shape lying in a face of the other: (found, count, w_edge, w_face, dist, n_face)."""
+        en, v, end, has = _edge(te, dime, fidxe, fptse, *ge, margin, xe)
+        hit = okf & (math.dot(nf, direction) > MINVAL) & (jnp.abs(math.dot(nf, en)) < EDGE_TOL) & has
+        j = jnp.argmax(hit)
+        f = _face(tf, idf[j], *gf)
+        cnt, wf, we, dd = _clip(f, jnp.stack([v, end]), nf[j], -nf[j], mtot)
+        return jnp.any(hit), cnt, we, wf, dd, nf[j]
+
+    if _has_edges(t1) and _has_faces(t2):
+        found, cnt, we, wf, dd, nf = edge_on_face(t1, dim1, fidx1, fpts1, g1, x1, n2, id2, ok2, t2, g2, wdir)
+        cases.append((edge1 & found, cnt, we, wf, dd, -nf))
+    if _has_faces(t1) and _has_edges(t2):
+        found, cnt, we, wf, dd, nf = edge_on_face(t2, dim2, fidx2, fpts2, g2, x2, n1, id1, ok1, t1, g1, -wdir)
+        cases.append((edge2 & found, cnt, wf, we, dd, nf))
+
+    count = jnp.zeros((), jnp.int32)
+    w1 = w2 = jnp.zeros((4, 3), dtype)
+    dist = jnp.zeros(4, dtype)
+    normal = jnp.zeros(3, dtype)
+    for applies, cnt, c1, c2, dd, nrm in cases:
+        count = jnp.where(applies, cnt, count)
+        w1 = jnp.where(applies, c1 + m1 * nrm, w1)
+        w2 = jnp.where(applies, c2 - m2 * nrm, w2)
+        dist = jnp.where(applies, dd - mtot, dist)
+        normal = jnp.where(applies, nrm, normal)
+    count = jnp.where(face["ok"], count, 0)
+    return count, w1, w2, dist, normal

@@ -119,13 +119,6 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
                 f"remove it to collide a {_NAMES[t[0]]} with a {_NAMES[t[1]]}"
             )
         label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
-        if entry is None and collision_convex.multiccd_missing(t, multiccd):
-            raise NotImplementedError(
-                f"{source}: collisions between a {_NAMES[t[0]]} and a {_NAMES[t[1]]} ({label(g1)}, {label(g2)}) "
-                "with multiccd on (MuJoCo 4's multi-contact search) are not supported by hurtle yet; "
-                "hurtle gives MuJoCo's single contact for this pair when multiccd is disabled "
-                '(<option><flag multiccd="disable"/></option>)'
-            )
         if entry is None:
             raise NotImplementedError(
                 f"{source}: collisions between a {_NAMES.get(t[0], t[0])} and a {_NAMES.get(t[1], t[1])} "

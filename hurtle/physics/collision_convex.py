@@ -6,7 +6,8 @@ difference of the two shapes' support functions, which this module defines for e
 (with MuJoCo's margin inflation). A sphere or capsule is collided as its core (a point or a
 segment), and in MuJoCo 4 so is a margin on a pair with faces or edges.
 
-Registered: plane-ellipsoid (mjc_PlaneConvex, exact) and the single-contact pairs of CONVEX_PAIRS.
+Registered: plane-ellipsoid (mjc_PlaneConvex, exact) and the pairs of CONVEX_PAIRS, with MuJoCo 4's
+multi-contact search (`hurtle.physics.multiccd`) where multiccd is on.
 """
 
 from __future__ import annotations
@@ -173,20 +174,13 @@ def plane_convex(t2: int):
     return fn
 
 
-# MuJoCo 4's mjc_Convex pairs among the primitives that hurtle collides: a single contact (as MuJoCo
-# gives with multiccd disabled) equal to MuJoCo's within 1e-4 (most to 1e-13; up to 2e-5 where
-# MuJoCo's GJK stops early on a curved side). With multiccd on, MuJoCo 4 searches these pairs'
-# faces and edges for more contacts, which hurtle lacks yet: refused by name then. Not registered:
-# the ellipsoid pairs (equal to 1e-13 without margins, but with a margin MuJoCo's EPA ends elsewhere
-# after its 35 unconverged iterations, up to 3e-2 apart) and cylinder-box (a box's equal face
-# distances make EPA's choice depend on MuJoCo's face order: up to 3e-3 apart).
+# MuJoCo 4's mjc_Convex pairs among the primitives that hurtle collides, with multiccd off (one contact)
+# and on (multiccd.multicontact): equal to MuJoCo's within 1e-4 (most to 1e-13; up to 4e-5 where GJK
+# stops at its tolerance after a differently rounded path on a curved side). Not registered: the
+# ellipsoid pairs (equal to 1e-13 without margins, but with a margin MuJoCo's EPA ends elsewhere after
+# its 35 unconverged iterations, up to 3e-2 apart) and cylinder-box (a box's equal face distances make
+# EPA's choice depend on MuJoCo's face order: up to 3e-3 apart).
 CONVEX_PAIRS = [(CAPSULE, CYLINDER), (CYLINDER, CYLINDER)]
-MULTI_PAIRS = [(CAPSULE, CYLINDER), (CYLINDER, CYLINDER)]  # with MuJoCo 4's multi-contact search
-
-
-def multiccd_missing(types: tuple, multi: bool) -> bool:
-    """Whether a convex pair needs MuJoCo 4's multi-contact search where hurtle lacks it yet."""
-    return multi and types in CONVEX_PAIRS and has_features(*types) and types not in MULTI_PAIRS
 
 
 @functools.cache
@@ -194,7 +188,6 @@ def narrow_table(multi: bool) -> dict:
     """(type1, type2) -> (function, slots) of the registered convex pairs, for a multiccd setting."""
     table = {(PLANE, ELLIPSOID): (plane_convex(ELLIPSOID), 1)}
     for t in CONVEX_PAIRS:
-        if not multiccd_missing(t, multi):
-            search = multi and has_features(*t)
-            table[t] = (make_convex(*t, search), multiccd.contacts_per_pair(*t) if search else 1)
+        search = multi and has_features(*t)
+        table[t] = (make_convex(*t, search), multiccd.contacts_per_pair(*t) if search else 1)
     return table

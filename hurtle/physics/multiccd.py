@@ -204,7 +204,11 @@ def _polygon_quad(poly, npoly):
     def body(st):
         k, s = st
         a, b, c, d, ph = s["a"], s["b"], s["c"], s["d"], s["phase"]
-        nb, nc, nd = jnp.where(ph == 2, (b + 1) % n, b), jnp.where(ph == 1, (c + 1) % n, c), jnp.where(ph == 0, (d + 1) % n, d)
+        nb, nc, nd = (
+            jnp.where(ph == 2, (b + 1) % n, b),
+            jnp.where(ph == 1, (c + 1) % n, c),
+            jnp.where(ph == 0, (d + 1) % n, d),
+        )
         m_next = area(a, nb, nc, nd)
         up = m_next > s["m"]
         # an improvement is taken; phase 0 then goes to 1. No improvement: 0 ends this a, 1 -> 2, 2 -> 0.

@@ -275,23 +275,76 @@ def test_convex_pairs_match_mujoco_at_random_poses(pair, margin):
     assert np.median(errs) < 1e-10  # most contacts follow MuJoCo's iterations exactly
 
 
-def test_convex_pairs_with_multiccd_are_refused_by_name():
-    xml = """<mujoco><worldbody>
-      <body><freejoint/><geom name="rod" type="capsule" size=".02 .1"/></body>
-      <body pos="0 0 .3"><freejoint/><geom name="puck" type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
-    with pytest.raises(NotImplementedError, match="capsule and a cylinder.*'rod'.*'puck'.*multiccd"):
-        hp.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+def _quat(rng, tilt, base=0.0):
+    """A rotation by `base` about x, tilted by up to `tilt` about x and y, turned at random about z."""
+    out = []
+    for axis, angle in (
+        (2, rng.uniform(0, 2 * np.pi)),
+        (0, base + rng.uniform(-tilt, tilt)),
+        (1, rng.uniform(-tilt, tilt)),
+    ):
+        q = np.zeros(4)
+        q[0], q[1 + axis] = np.cos(angle / 2), np.sin(angle / 2)
+        out.append(q)
+    return hp.math.quat_mul(hp.math.quat_mul(out[0], out[1]), out[2])
+
+
+def test_multiccd_contacts_match_mujoco():
+    """MuJoCo 4's multi-contact search (multiccd on, its default): a capsule lying on a cylinder's cap
+    (edge on face: the clipped segment's ends), a cylinder on another's cap (face on face: up to four
+    corners of the clipped 16-gons) and a cylinder on its side on a cap (the side line on a face)."""
+    xml = """<mujoco><option gravity="0 0 0"/><worldbody>
+      <body><freejoint/><geom name="rod" type="capsule" size=".02 .1" margin=".01"/></body>
+      <body><freejoint/><geom name="base1" type="cylinder" size=".1 .08"/></body>
+      <body pos="1 0 0"><freejoint/><geom name="puck" type="cylinder" size=".1 .08"/></body>
+      <body pos="1 0 0"><freejoint/><geom name="base2" type="cylinder" size=".1 .08"/></body>
+    </worldbody></mujoco>"""
+    mm = mujoco.MjModel.from_xml_string(xml)
+    model = hp.from_mujoco(mm)
+    run = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+    rng = np.random.default_rng(1)
+    md = mujoco.MjData(mm)
+    errs, counts = [], {}
+    for trial in range(60):
+        side = trial % 2
+        height = (0.02, 0.1 if side else 0.08)  # the rod's radius; the puck's radius or half-height
+        for body, (x, h, base, tilt) in enumerate(
+            [(0, height[0], np.pi / 2, 0.1), (1, height[1], side * np.pi / 2, 0.1)]
+        ):
+            top = [x + rng.uniform(-0.12, 0.12), rng.uniform(-0.12, 0.12), 0.08 + h + rng.uniform(-0.015, 0.005)]
+            md.qpos[14 * body : 14 * body + 7] = [*top, *_quat(rng, tilt, base)]
+            md.qpos[14 * body + 7 : 14 * body + 14] = [x, 0, 0, *_quat(rng, 0.03)]
+        mujoco.mj_forward(mm, md)
+        out = run(model, hp.from_mjdata(model, md, mm))
+        ours, ref = _contacts(model, out, md)
+        assert ours.shape == ref.shape, f"trial {trial}: {len(ours)} contacts, MuJoCo {len(ref)}"
+        for pair in set(map(tuple, ref[:, :2].astype(int))):
+            n = int(np.sum(np.all(ref[:, :2] == pair, axis=1)))
+            key = (mm.geom(pair[0]).name, "side" if side and pair[0] == 2 else "flat", n)
+            counts[key] = counts.get(key, 0) + 1
+        if len(ref):
+            np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=CONVEX_TOL, err_msg=f"trial {trial}")
+            errs.append(np.abs(ours[:, 2:] - ref[:, 2:]).max())
+    # each kind of multi-contact happened (a segment's two ends, a quadrilateral, a side line's ends)
+    assert counts.get(("rod", "flat", 2), 0) >= 20, counts
+    assert counts.get(("puck", "flat", 4), 0) >= 5, counts
+    assert counts.get(("puck", "side", 2), 0) >= 5, counts
+    assert np.median(errs) < 1e-10  # most contacts follow MuJoCo's iterations exactly
 
 
 def test_convex_pair_gradients_are_finite():
-    """Gradients of capsule-cylinder depths, shallow and deep, including axis-aligned (degenerate) poses."""
+    """Gradients of capsule-cylinder depths, shallow and deep, including axis-aligned (degenerate) poses,
+    through MuJoCo 4's multi-contact search (capsules lying on the cap) and the single contact it falls
+    back to (both sides of every selection are differentiated, so this covers multiccd off too)."""
     from hurtle.physics import collision_convex as C
 
     rng = np.random.default_rng(5)
-    k = 12
-    pos = np.concatenate([rng.uniform(-0.05, 0.05, (k - 3, 3)), [[0, 0, 0.07], [0.005, 0, 0.0], [0.06, 0, 0]]])
+    k = 14
+    special = [[0, 0, 0.07], [0.005, 0, 0.0], [0.06, 0, 0], [0.01, 0, 0.065], [0, 0.01, 0.066]]
+    pos = np.concatenate([rng.uniform(-0.05, 0.05, (k - 5, 3)), special])
     q = rng.standard_normal((k, 4))
-    q[-3:] = [1, 0, 0, 0]
+    q[-5:-2] = [1, 0, 0, 0]
+    q[-2:] = [[1, 1, 0, 0], [1, 1, 0.02, 0]]  # lying on the cap, flat and slightly tilted
     mat = np.asarray(jax.vmap(hp.math.quat_to_mat)(q / np.linalg.norm(q, axis=1, keepdims=True)))
     cap = np.broadcast_to([0.02, 0.05, 0.0], (k, 3))
     cyl = np.broadcast_to([0.05, 0.05, 0.0], (k, 3))
@@ -299,11 +352,13 @@ def test_convex_pair_gradients_are_finite():
     def depth(p):
         d, _, _, hit = C.penetration(
             C.CAPSULE, C.CYLINDER, p, mat, cap, np.zeros((k, 3)), np.broadcast_to(np.eye(3), (k, 3, 3)), cyl,
-            np.zeros(k), 35, 1e-6,
+            np.zeros(k), 35, 1e-6, True,
         )  # fmt: skip
         return jnp.sum(jnp.where(hit, d, 0.0)), hit
 
     grad, hit = jax.jit(jax.grad(depth, has_aux=True))(jnp.asarray(pos))
-    assert np.all(np.asarray(hit))
+    hit = np.asarray(hit)
+    assert np.all(hit[:, 0])
+    assert np.all(hit[-2:, 1])  # the lying capsules touch at both ends
     assert np.all(np.isfinite(np.asarray(grad)))
     assert np.all(np.linalg.norm(np.asarray(grad), axis=1) > 0.5)  # a depth moves with the geom

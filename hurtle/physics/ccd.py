@@ -131,53 +131,60 @@ def tri_affine(v1, v2, v3, p):
     return jnp.stack(c) / _safe(m)
 
 
-def _pick_closest(cands, comps, dtype):
-    """MuJoCo's scan over sub-simplices: the closest among those whose sign test failed."""
-    lam = cands[0][0] * 0
-    dmin = _big(dtype)
-    for i, ((lam_i, pt_i), comp) in enumerate(zip(cands, comps)):
-        d = _dot(pt_i, pt_i)
-        take = ~comp & ((d < dmin) if i else True)
-        lam = jnp.where(take, lam_i, lam)
-        dmin = jnp.where(take, d, dmin)
-    return lam
+def _pick_closest(lams, pts, comps):
+    """MuJoCo's scan over sub-simplices: the first closest among those whose sign test failed (zeros if none).
+
+    lams (k, n): each candidate's weights; pts (k, 3): its closest point; comps (k,): its sign test."""
+    d = jnp.where(comps, jnp.inf, _dot(pts, pts))
+    i = jnp.argmin(d)
+    return jnp.where(jnp.all(comps), jnp.zeros_like(lams[0]), lams[i])
 
 
-def _s2d(s1, s2, s3):
+def _spread(lam, rest):
+    """Weights of sub-simplices (k, n - 1) over the vertices they keep (rest: (k, n - 1)) -> (k, n), zeros
+    at the dropped vertex."""
+    k, n = rest.shape[0], rest.shape[1] + 1
+    where = np.full((k, n), -1)
+    for i in range(k):
+        where[i, rest[i]] = np.arange(n - 1)
+    return jnp.where(where >= 0, lam[np.arange(k)[:, None], np.maximum(where, 0)], 0.0)
+
+
+_EDGES = np.array([[1, 2], [0, 2], [0, 1]])  # the edges of a triangle, opposite each vertex
+_TRIS = np.array([[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]])  # the faces of a tetrahedron, likewise
+
+
+def _s2d_all(s1, s2, s3):
+    """S2D's weights (3,) and, for reuse, those of its edge (s1, s2) (2,)."""
     p, bad = project_origin_plane(s1, s2, s3)
     m, x, y = _tri_minors(s1, s2, s3)
     c = _tri_cofactors(s1, s2, s3, p, x, y)
-    comps = [_same_sign(m, ci) for ci in c]
-    inside = comps[0] & comps[1] & comps[2]
-    edges = []
-    for i, (a, b) in enumerate(((s2, s3), (s1, s3), (s1, s2))):
-        lam = _s1d(a, b)
-        full = jnp.insert(lam, i, 0.0)
-        edges.append((full, lam[0] * a + lam[1] * b))
-    lam = jnp.where(inside, jnp.stack(c) / _safe(m), _pick_closest(edges, comps, s1.dtype))
-    return jnp.where(bad, edges[2][0], lam)
-
-
-def _s3d(s1, s2, s3, s4):
-    c = [-_det3(s2, s3, s4), _det3(s1, s3, s4), -_det3(s1, s2, s4), _det3(s1, s2, s3)]
-    m = c[0] + c[1] + c[2] + c[3]
-    comps = [_same_sign(m, ci) for ci in c]
-    inside = comps[0] & comps[1] & comps[2] & comps[3]
-    s = [s1, s2, s3, s4]
-    faces = []
-    for i in range(4):
-        rest = [s[j] for j in range(4) if j != i]
-        lam = _s2d(*rest)
-        faces.append((jnp.insert(lam, i, 0.0), lam[0] * rest[0] + lam[1] * rest[1] + lam[2] * rest[2]))
-    return jnp.where(inside, jnp.stack(c) / _safe(m), _pick_closest(faces, comps, s1.dtype))
+    comps = jnp.stack([_same_sign(m, ci) for ci in c])
+    tri = jnp.stack([s1, s2, s3])
+    a, b = tri[_EDGES[:, 0]], tri[_EDGES[:, 1]]
+    lam_e = jax.vmap(_s1d)(a, b)
+    pts = lam_e[:, :1] * a + lam_e[:, 1:] * b
+    full = _spread(lam_e, _EDGES)
+    lam = jnp.where(jnp.all(comps), jnp.stack(c) / _safe(m), _pick_closest(full, pts, comps))
+    return jnp.where(bad, full[2], lam), lam_e[2]
 
 
 def _subdistance(n, w):
-    """Barycentric weights (4,) of the point of the n-simplex w[:n] closest to the origin."""
+    """Barycentric weights (4,) of the point of the n-simplex w[:n] closest to the origin.
+
+    S3D's four faces run as one batched S2D (each with its edges as one batched S1D); the triangle
+    (w0, w1, w2) and the segment (w0, w1) are among them, so smaller simplices reuse them."""
+    s1, s2, s3, s4 = w[0], w[1], w[2], w[3]
+    c = jnp.stack([-_det3(s2, s3, s4), _det3(s1, s3, s4), -_det3(s1, s2, s4), _det3(s1, s2, s3)])
+    m = c[0] + c[1] + c[2] + c[3]
+    comps = jax.vmap(_same_sign, (None, 0))(m, c)
+    tris = w[_TRIS]
+    lam_f, lam_e = jax.vmap(_s2d_all)(tris[:, 0], tris[:, 1], tris[:, 2])
+    pts = lam_f[:, 0:1] * tris[:, 0] + lam_f[:, 1:2] * tris[:, 1] + lam_f[:, 2:3] * tris[:, 2]
+    four = jnp.where(jnp.all(comps), c / _safe(m), _pick_closest(_spread(lam_f, _TRIS), pts, comps))
     one = jnp.zeros(4, w.dtype).at[0].set(1.0)
-    two = jnp.concatenate([_s1d(w[0], w[1]), jnp.zeros(2, w.dtype)])
-    three = jnp.concatenate([_s2d(w[0], w[1], w[2]), jnp.zeros(1, w.dtype)])
-    four = _s3d(w[0], w[1], w[2], w[3])
+    two = jnp.concatenate([lam_e[3], jnp.zeros(2, w.dtype)])
+    three = jnp.concatenate([lam_f[3], jnp.zeros(1, w.dtype)])
     return jnp.where(n == 4, four, jnp.where(n == 3, three, jnp.where(n == 2, two, one)))
 
 
@@ -324,8 +331,8 @@ def _epa_dir(d):
 
 
 def _faces(verts, center, tris):
-    out = [_attach(verts, center, *t) for t in tris]
-    return jnp.stack([o[0] for o in out]), jnp.stack([o[1] for o in out])
+    tris = jnp.asarray(tris)
+    return jax.vmap(lambda t: _attach(verts, center, t[0], t[1], t[2]))(tris)
 
 
 def _first_bad(d2, limit):
@@ -344,12 +351,9 @@ def _polytope3(sup, t, t1, t2, ti):
     center = (t[0] + t[1] + t[2]) / 3
     n = _cross(t[1] - t[0], t[2] - t[0])
     nn = _norm(n)
-    v5 = sup(_epa_dir(-n))
-    v4 = sup(_epa_dir(n))
-    verts = jnp.concatenate([t, v5[0][None], v4[0][None]])
-    vert1 = jnp.concatenate([t1, v5[1][None], v4[1][None]])
-    vert2 = jnp.concatenate([t2, v5[2][None], v4[2][None]])
-    verti = jnp.concatenate([ti, v5[3][None], v4[3][None]])
+    apex = jax.vmap(sup)(jax.vmap(_epa_dir)(jnp.stack([-n, n])))  # v5, v4
+    verts, vert1, vert2, verti = (jnp.concatenate([x, y]) for x, y in zip((t, t1, t2, ti), apex))
+    v5, v4 = apex[0][0], apex[0][1]
 
     def on_tri(p):
         lam = tri_affine(t[0], t[1], t[2], p)
@@ -357,7 +361,7 @@ def _polytope3(sup, t, t1, t2, ti):
         return jnp.all(lam >= 0) & (_norm(pr - p) < MINVAL)
 
     fv, fd2 = _faces(verts, center, _P3_TRIS)
-    ok = (nn >= MINVAL) & ~on_tri(v4[0]) & ~on_tri(v5[0]) & jnp.all(fd2 >= MINVAL2)
+    ok = (nn >= MINVAL) & ~jnp.any(jax.vmap(on_tri)(jnp.stack([v4, v5]))) & jnp.all(fd2 >= MINVAL2)
     return verts, vert1, vert2, verti, center, fv, fd2, ok
 
 
@@ -376,11 +380,8 @@ def polytope(sup, g):
     rot = _rot120(diff)
     d2 = rot @ d1
     d3 = rot @ d2
-    extra = [sup(_epa_dir(d)) for d in (d1, d2, d3)]
-    p2v = jnp.concatenate([w[:2], jnp.stack([x[0] for x in extra])])
-    p2v1 = jnp.concatenate([w1[:2], jnp.stack([x[1] for x in extra])])
-    p2v2 = jnp.concatenate([w2[:2], jnp.stack([x[2] for x in extra])])
-    p2vi = jnp.concatenate([wi[:2], jnp.stack([x[3] for x in extra])])
+    extra = jax.vmap(sup)(jax.vmap(_epa_dir)(jnp.stack([d1, d2, d3])))
+    p2v, p2v1, p2v2, p2vi = (jnp.concatenate([x[:2], y]) for x, y in zip((w, w1, w2, wi), extra))
     p2c = 0.5 * (w[0] + w[1])
     p2fv, p2fd2 = _faces(p2v, p2c, _P2_TRIS)
     p2bad = _first_bad(p2fd2, MINVAL2)

@@ -19,6 +19,8 @@ while a count of attached faces keeps MuJoCo's memory limit of 6 faces per itera
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -560,14 +562,23 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
     the contact was found on (EPA's last face, or GJK's simplex for a shallow contact) as epa
     returns it, plus ok (whether there is one), for MuJoCo's multi-contact search.
     """
-    deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol))
+    if sup_core is None:
+        deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol))
+    else:  # both GJKs as one, batched over the two shapes (one loop to compile)
+        full, core = _with_index(sup_full), _with_index(sup_core)
+
+        def run(is_full, cutoff):
+            sup = lambda d: jax.tree.map(functools.partial(jnp.where, is_full), full(d), core(d))  # noqa: E731
+            return gjk(sup, c1, c2, iterations, tol, cutoff)
+
+        both = jax.vmap(run)(jnp.array([True, False]), jnp.stack([jnp.zeros_like(tol), fm1 + fm2 + 0 * tol]))
+        deep_g, g = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
     penetrating = (deep_g["dist"] <= tol) & (deep_g["n"] > 1) & ~deep_g["separated"]
     dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol)
     found = penetrating & found & (dist < 0)
     face["ok"] = found
     if sup_core is None:
         return dist, x1, x2, found, face
-    g = gjk(sup_core, c1, c2, iterations, tol, fm1 + fm2)
     shallow = (fm1 + fm2 > 0) & (g["dist"] > tol)
     n = g["x2"] - g["x1"]
     n = n / _safe(_norm(n))

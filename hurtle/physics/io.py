@@ -132,6 +132,7 @@ def make_data(m: Model) -> Data:
         solimp=jnp.tile(jnp.array([0.9, 0.95, 0.001, 0.5, 2.0], dt), (n, 1)),
         geom1=jnp.full(n, -1, jnp.int32),
         geom2=jnp.full(n, -1, jnp.int32),
+        dim=jnp.asarray(m.contact_dim, jnp.int32).reshape(n),
         active=jnp.zeros(n, bool),
     )
     return Data(contact=contact, **fields)

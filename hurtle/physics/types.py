@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from hurtle.physics.dataclass import pytree_dataclass, static_field
@@ -271,12 +272,20 @@ class Contact:
     solimp: jax.Array
     geom1: jax.Array
     geom2: jax.Array
+    dim: jax.Array  # condim of each slot (fixed when the model is built)
     active: jax.Array
 
 
 @pytree_dataclass
 class Data:
-    """Simulation state and everything computed from it (mjData), with fixed shapes."""
+    """Simulation state and everything computed from it (mjData), with fixed shapes.
+
+    `contact` has a static capacity; `ncon` counts its active slots (MuJoCo's `ncon`).
+    """
+
+    @property
+    def ncon(self) -> jax.Array:
+        return jnp.sum(self.contact.active, axis=-1, dtype=jnp.int32)
 
     time: jax.Array
     qpos: jax.Array

@@ -245,3 +245,49 @@ def test_termination_matches_gymnasiums_health(name):
             ours = hp.make_data(env.model).replace(qpos=np.array(data.qpos), qvel=np.array(data.qvel))
             assert bool(env.terminated(ours)) == (not genv.unwrapped.is_healthy), f"z={z}, qvel {qvel[0]}"
             assert not bool(immortal.terminated(ours))
+
+
+def _pusher_touching(genv, rng, tries: int = 4000):
+    """A pusher state (qpos, qvel) whose wrist capsules press on the object (two or more capsule-cylinder
+    contacts), found by MuJoCo over random arm poses."""
+    m, d = genv.unwrapped.model, genv.unwrapped.data
+    obj = m.body("object").id
+    wrist = [g for g in range(m.ngeom) if m.geom_bodyid[g] == m.body("r_wrist_roll_link").id]
+    for _ in range(tries):
+        d.qpos[:] = 0
+        d.qpos[:7] = rng.uniform(m.jnt_range[:7, 0], m.jnt_range[:7, 1])
+        mujoco.mj_kinematics(m, d)
+        g = rng.choice(wrist)
+        if abs(d.geom_xpos[g, 2] - m.body_pos[obj, 2]) > 0.05:
+            continue
+        # the object's centre beside the capsule, just inside touching distance
+        offset = rng.standard_normal(2)
+        reach = m.geom_size[g, 0] + m.geom_size[m.body_geomadr[obj], 0] - 0.004
+        d.qpos[7:9] = (d.geom_xpos[g, 1::-1] - m.body_pos[obj, 1::-1]) + reach * offset[::-1] / np.linalg.norm(offset)
+        mujoco.mj_forward(m, d)
+        pairs = [(c.geom1, c.geom2) for c in d.contact[: d.ncon]]
+        on_object = [p for p in pairs if m.body_geomadr[obj] in p and set(p) & set(wrist)]
+        if len(on_object) >= 2 and all(c.dist > -0.01 for c in d.contact[: d.ncon]):
+            return d.qpos.copy(), 0.1 * rng.standard_normal(m.nv)
+    raise AssertionError("no touching pose found")
+
+
+def test_pusher_pushing_matches_gymnasium():
+    """Pusher's arm pressing on the object (capsule-cylinder contacts, under MuJoCo's default multiccd):
+    the same observations and rewards as Gymnasium for the parity steps."""
+    genv = gym_env("pusher")
+    genv.reset(seed=0)
+    rng = np.random.default_rng(0)
+    space = genv.action_space
+    for _ in range(2):
+        qpos, qvel = _pusher_touching(genv, rng)
+        genv.unwrapped.set_state(qpos, qvel)
+        state = batch_reset_to("pusher")(tile(qpos), tile(qvel))
+        np.testing.assert_allclose(world0(state.obs), genv.unwrapped._get_obs(), rtol=0, atol=PARITY_TOL)
+        for t in range(PARITY_STEPS):
+            action = rng.uniform(space.low, space.high)
+            obs, reward, *_ = genv.step(action)
+            state = batch_step("pusher")(state, tile(action))
+            here = world0(state)
+            np.testing.assert_allclose(here.obs, obs, rtol=0, atol=PARITY_TOL, err_msg=f"observation, step {t}")
+            np.testing.assert_allclose(here.reward, reward, rtol=0, atol=PARITY_TOL, err_msg=f"reward, step {t}")

@@ -35,7 +35,7 @@ def _tight(mm):
 
 
 def _contacts(model, out, md):
-    """Active contacts of both engines as sorted (geom1, geom2, dist, pos, normal) rows."""
+    """Active contacts of both engines as sorted (geom1, geom2, dist, pos, normal, condim) rows; checks ncon."""
     act = np.asarray(out.contact.active)
     ours = np.concatenate(
         [
@@ -44,11 +44,13 @@ def _contacts(model, out, md):
             np.asarray(out.contact.dist)[act, None],
             np.asarray(out.contact.pos)[act],
             np.asarray(out.contact.frame)[act][:, 0],
+            np.asarray(out.contact.dim)[act, None],
         ],
         1,
     )
     cons = [c for c in md.contact[: md.ncon] if c.exclude == 0]
-    ref = np.array([[c.geom1, c.geom2, c.dist, *c.pos, *c.frame[:3]] for c in cons]).reshape(-1, 9)
+    ref = np.array([[c.geom1, c.geom2, c.dist, *c.pos, *c.frame[:3], c.dim] for c in cons]).reshape(-1, 10)
+    assert int(out.ncon) == len(ref)
     key = lambda a: a[np.lexsort((a[:, 3], a[:, 2], a[:, 1], a[:, 0]))]  # noqa: E731
     return key(ours), key(ref)
 

@@ -245,6 +245,7 @@ def _polygon_quad(poly, npoly):
     search (for each first vertex, advance the fourth, then the third, then the second while the
     area grows), run as a state machine until every lane of a batch is done."""
     n = jnp.maximum(npoly, 1)
+    poly = jax.lax.stop_gradient(poly)  # it only picks indices (and a while_loop has no reverse mode)
     area = lambda a, b, c, d: _area4(poly[a], poly[b], poly[c], poly[d])  # noqa: E731
     # phase 0: try the next fourth vertex; 1: the next third; 2: the next second
     init = dict(

@@ -351,16 +351,23 @@ def test_convex_pair_gradients_are_finite():
     cap = np.broadcast_to([0.02, 0.05, 0.0], (k, 3))
     cyl = np.broadcast_to([0.05, 0.05, 0.0], (k, 3))
 
-    def depth(p):
-        d, _, _, hit = C.penetration(
-            C.CAPSULE, C.CYLINDER, p, mat, cap, np.zeros((k, 3)), np.broadcast_to(np.eye(3), (k, 3, 3)), cyl,
-            np.zeros(k), 35, 1e-6, True,
-        )  # fmt: skip
-        return jnp.sum(jnp.where(hit, d, 0.0)), hit
+    eye = np.broadcast_to(np.eye(3), (k, 3, 3))
+    stacked = np.array([[0.0, 0.0, 0.095], [0.02, 0.01, 0.097]])  # a cylinder on another's cap: 4 contacts
 
-    grad, hit = jax.jit(jax.grad(depth, has_aux=True))(jnp.asarray(pos))
+    def depth(p, q):
+        d, _, _, hit = C.penetration(
+            C.CAPSULE, C.CYLINDER, p, mat, cap, np.zeros((k, 3)), eye, cyl, np.zeros(k), 35, 1e-6, True
+        )
+        d2, _, _, hit2 = C.penetration(
+            C.CYLINDER, C.CYLINDER, q, eye[:2], cyl[:2], np.zeros((2, 3)), eye[:2], cyl[:2], np.zeros(2), 35, 1e-6, True
+        )
+        return jnp.sum(jnp.where(hit, d, 0.0)) + jnp.sum(jnp.where(hit2, d2, 0.0)), (hit, hit2)
+
+    (grad, grad2), (hit, hit2) = jax.jit(jax.grad(depth, (0, 1), has_aux=True))(jnp.asarray(pos), stacked)
     hit = np.asarray(hit)
     assert np.all(hit[:, 0])
     assert np.all(hit[-2:, 1])  # the lying capsules touch at both ends
     assert np.all(np.isfinite(np.asarray(grad)))
     assert np.all(np.linalg.norm(np.asarray(grad), axis=1) > 0.5)  # a depth moves with the geom
+    assert np.all(np.asarray(hit2))  # through the quadrilateral search too
+    np.testing.assert_allclose(np.asarray(grad2), [[0, 0, 4]] * 2, atol=1e-9)  # four depths, each rising with z

@@ -55,6 +55,34 @@ def _contacts(model, out, md):
     return key(ours), key(ref)
 
 
+_collide = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+
+
+def _scene(xml: str):
+    """(MjModel, hurtle Model, MjData) of a scene."""
+    mm = mujoco.MjModel.from_xml_string(xml)
+    return mm, hp.from_mujoco(mm), mujoco.MjData(mm)
+
+
+def _compare(mm, model, md, trial: int):
+    """Both engines' contacts at md's state (as `_contacts` sorts them), asserting the same count."""
+    mujoco.mj_forward(mm, md)
+    ours, ref = _contacts(model, _collide(model, hp.from_mjdata(model, md, mm)), md)
+    assert ours.shape == ref.shape, f"trial {trial}: {len(ours)} contacts, MuJoCo {len(ref)}"
+    return ours, ref
+
+
+def _random_pose(mm, md, rng, lift_first: bool, near_parallel: bool = False):
+    """Every free joint at a random pose near the origin (all but the first 0.1 higher, unless lift_first)."""
+    for j in range(mm.njnt):
+        adr = mm.jnt_qposadr[j]
+        md.qpos[adr : adr + 3] = rng.uniform(-0.12, 0.12, 3) + (0 if j == 0 and not lift_first else [0, 0, 0.1])
+        q = rng.standard_normal(4)
+        if near_parallel:
+            q = np.array([1.0, 0, 0, 0]) + 1e-3 * rng.standard_normal(4)  # near-parallel axes
+        md.qpos[adr + 3 : adr + 7] = q / np.linalg.norm(q)
+
+
 @pytest.mark.parametrize("path", _paths(), ids=os.path.basename)
 def test_contacts_and_dynamics_match_mujoco(path):
     mm = _tight(mujoco.MjModel.from_xml_path(path))
@@ -163,24 +191,12 @@ def test_primitive_pairs_match_mujoco_at_random_poses(pair):
     )
     xml = f"""<mujoco><option gravity="0 0 0"/><worldbody>{first}
       <body pos="0 0 0.2"><freejoint/><geom name="b" {PRIMITIVES[b]} margin="0.01"/></body></worldbody></mujoco>"""
-    mm = mujoco.MjModel.from_xml_string(xml)
-    model = hp.from_mujoco(mm)
-    run = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+    mm, model, md = _scene(xml)
     rng = np.random.default_rng(0)
-    md = mujoco.MjData(mm)
     seen = 0
     for trial in range(40):
-        for j in range(mm.njnt):
-            adr = mm.jnt_qposadr[j]
-            md.qpos[adr : adr + 3] = rng.uniform(-0.12, 0.12, 3) + (0 if j == 0 and a != "plane" else [0, 0, 0.1])
-            q = rng.standard_normal(4)
-            if trial % 10 == 0:
-                q = np.array([1.0, 0, 0, 0]) + 1e-3 * rng.standard_normal(4)  # near-parallel axes
-            md.qpos[adr + 3 : adr + 7] = q / np.linalg.norm(q)
-        mujoco.mj_forward(mm, md)
-        out = run(model, hp.from_mjdata(model, md, mm))
-        ours, ref = _contacts(model, out, md)
-        assert ours.shape == ref.shape, f"trial {trial}: {len(ours)} contacts, MuJoCo {len(ref)}"
+        _random_pose(mm, md, rng, lift_first=a == "plane", near_parallel=trial % 10 == 0)
+        ours, ref = _compare(mm, model, md, trial)
         np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=1e-9, err_msg=f"trial {trial}")
         seen += len(ref)
     assert seen >= 10
@@ -253,22 +269,12 @@ def test_convex_pairs_match_mujoco_at_random_poses(pair, margin):
     xml = f"""<mujoco><option gravity="0 0 0"><flag multiccd="disable"/></option><worldbody>
       <body><freejoint/><geom name="a" {PRIMITIVES[a]} margin="{margin}"/></body>
       <body pos="0 0 0.2"><freejoint/><geom name="b" {PRIMITIVES[b]} margin="{margin / 2}"/></body></worldbody></mujoco>"""
-    mm = mujoco.MjModel.from_xml_string(xml)
-    model = hp.from_mujoco(mm)
-    run = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+    mm, model, md = _scene(xml)
     rng = np.random.default_rng(0)
-    md = mujoco.MjData(mm)
     errs, deep = [], 0
     for trial in range(40):
-        for j in range(mm.njnt):
-            adr = mm.jnt_qposadr[j]
-            md.qpos[adr : adr + 3] = rng.uniform(-0.12, 0.12, 3) + (0 if j == 0 else [0, 0, 0.1])
-            q = rng.standard_normal(4)
-            md.qpos[adr + 3 : adr + 7] = q / np.linalg.norm(q)
-        mujoco.mj_forward(mm, md)
-        out = run(model, hp.from_mjdata(model, md, mm))
-        ours, ref = _contacts(model, out, md)
-        assert ours.shape == ref.shape, f"trial {trial}: {len(ours)} contacts, MuJoCo {len(ref)}"
+        _random_pose(mm, md, rng, lift_first=False)
+        ours, ref = _compare(mm, model, md, trial)
         if len(ref):
             np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=CONVEX_TOL, err_msg=f"trial {trial}")
             errs.append(np.abs(ours[:, 2:] - ref[:, 2:]).max())
@@ -301,11 +307,8 @@ def test_multiccd_contacts_match_mujoco():
       <body pos="1 0 0"><freejoint/><geom name="puck" type="cylinder" size=".1 .08"/></body>
       <body pos="1 0 0"><freejoint/><geom name="base2" type="cylinder" size=".1 .08"/></body>
     </worldbody></mujoco>"""
-    mm = mujoco.MjModel.from_xml_string(xml)
-    model = hp.from_mujoco(mm)
-    run = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+    mm, model, md = _scene(xml)
     rng = np.random.default_rng(1)
-    md = mujoco.MjData(mm)
     errs, counts = [], {}
     for trial in range(60):
         side = trial % 2
@@ -316,10 +319,7 @@ def test_multiccd_contacts_match_mujoco():
             top = [x + rng.uniform(-0.12, 0.12), rng.uniform(-0.12, 0.12), 0.08 + h + rng.uniform(-0.015, 0.005)]
             md.qpos[14 * body : 14 * body + 7] = [*top, *_quat(rng, tilt, base)]
             md.qpos[14 * body + 7 : 14 * body + 14] = [x, 0, 0, *_quat(rng, 0.03)]
-        mujoco.mj_forward(mm, md)
-        out = run(model, hp.from_mjdata(model, md, mm))
-        ours, ref = _contacts(model, out, md)
-        assert ours.shape == ref.shape, f"trial {trial}: {len(ours)} contacts, MuJoCo {len(ref)}"
+        ours, ref = _compare(mm, model, md, trial)
         for pair in set(map(tuple, ref[:, :2].astype(int))):
             n = int(np.sum(np.all(ref[:, :2] == pair, axis=1)))
             key = (mm.geom(pair[0]).name, "side" if side and pair[0] == 2 else "flat", n)

@@ -571,7 +571,8 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
             sup = lambda d: jax.tree.map(functools.partial(jnp.where, is_full), full(d), core(d))  # noqa: E731
             return gjk(sup, c1, c2, iterations, tol, cutoff)
 
-        both = jax.vmap(run)(jnp.array([True, False]), jnp.stack([jnp.zeros_like(tol), fm1 + fm2 + 0 * tol]))
+        zero = jnp.zeros_like(tol)  # the full GJK only asks whether they overlap; the core one, distances
+        both = jax.vmap(run)(jnp.array([True, False]), jnp.stack([zero, zero + (fm1 + fm2)]))
         deep_g, g = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
     penetrating = (deep_g["dist"] <= tol) & (deep_g["n"] > 1) & ~deep_g["separated"]
     dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol)

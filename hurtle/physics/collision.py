@@ -118,8 +118,8 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
                 f"{source}: the nativeccd disable flag (MuJoCo's libccd collider) is not supported by hurtle; "
                 f"remove it to collide a {_NAMES[t[0]]} with a {_NAMES[t[1]]}"
             )
-        label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
         if entry is None:
+            label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
             raise NotImplementedError(
                 f"{source}: collisions between a {_NAMES.get(t[0], t[0])} and a {_NAMES.get(t[1], t[1])} "
                 f"({label(g1)}, {label(g2)}) are not supported by hurtle yet"

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import collision_convex, math
+from hurtle.physics import collision_convex, math, mesh
 from hurtle.physics.dataclass import pytree_dataclass, static_field
 from hurtle.physics.types import Data, Model
 
@@ -43,6 +43,8 @@ class PairGroup:
     ipair: np.ndarray = static_field()  # explicit <pair> index or -1
     condim: np.ndarray = static_field()
     slot: np.ndarray = static_field()  # (k, ncon) contact slots of each pair
+    mesh1: dict | None = static_field(default=None)  # mesh tables of geom1 per pair (hurtle.physics.mesh)
+    mesh2: dict | None = static_field(default=None)
 
 
 def _weld_parent(m: mujoco.MjModel, w: int) -> int:
@@ -133,7 +135,19 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
         nslot += slot.size
         arr = np.array(rows, dtype=np.int32)
         dims += [c for *_, c in rows for _ in range(n)]
-        out.append(PairGroup(types=t, geom1=arr[:, 0], geom2=arr[:, 1], ipair=arr[:, 2], condim=arr[:, 3], slot=slot))
+        meshes = [mesh.stack([mesh.geom_mesh(m, int(g)) for g in arr[:, i]]) if t[i] == MESH else None for i in (0, 1)]
+        out.append(
+            PairGroup(
+                types=t,
+                geom1=arr[:, 0],
+                geom2=arr[:, 1],
+                ipair=arr[:, 2],
+                condim=arr[:, 3],
+                slot=slot,
+                mesh1=meshes[0],
+                mesh2=meshes[1],
+            )
+        )
     return tuple(out), np.array(dims, dtype=np.int32)
 
 
@@ -361,6 +375,7 @@ NARROW = {
     (SPHERE, BOX): (sphere_box, 1),
     (SPHERE, CYLINDER): (sphere_cylinder, 1),
     (CAPSULE, CAPSULE): (capsule_capsule, 2),
+    (PLANE, MESH): (mesh.plane_mesh, mesh.PLANE_MESH_CONTACTS),
 }
 
 

@@ -1,0 +1,207 @@
+"""Convex meshes for collision: per-geom vertex and polygon tables, the support point, plane-mesh.
+
+MuJoCo collides a mesh as its vertices' convex hull (`mesh_vert` in the geom's frame, float32 in the
+model, widened to float64 as MuJoCo's engine reads them). Everything that depends only on the mesh
+(the hull graph's neighbour lists, the polygons at each vertex, each polygon's vertices) is turned
+into padded integer tables when the model is built, so the narrow phase gathers instead of walking
+lists. A pair group with meshes of different sizes pads every table to the group's largest, padding
+vertex lists with copies of vertex 0 (never a strict maximum) and index lists with -1.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from hurtle.physics import math
+
+HILLCLIMB_MIN = 10  # MuJoCo walks the hull graph only for meshes with at least this many vertices
+PLANE_MESH_CONTACTS = 4  # mjc_PlaneConvex: the deepest vertex and up to three of a polygon at it
+
+
+def _ragged(lists, width: int, fill: int = -1) -> np.ndarray:
+    out = np.full((len(lists), max(width, 1)), fill, np.int32)
+    for i, row in enumerate(lists):
+        out[i, : len(row)] = row
+    return out
+
+
+def geom_mesh(m: mujoco.MjModel, g: int) -> dict:
+    """The collision tables of mesh geom g (unpadded), as numpy arrays.
+
+    vert (V, 3); climb: whether MuJoCo walks the hull graph; nbr (V, K): the vertices MuJoCo scans
+    after a vertex in plane-mesh (hull-graph neighbours in graph order, or every vertex without a
+    graph); polymap (V, D): the polygons at each vertex; polynormal (F, 3); polyvert (F, P) and
+    polynum (F,): each polygon's vertices and count.
+    """
+    k = int(m.geom_dataid[g])
+    va, nv = int(m.mesh_vertadr[k]), int(m.mesh_vertnum[k])
+    vert = np.asarray(m.mesh_vert[va : va + nv], np.float64)
+    ga = int(m.mesh_graphadr[k])
+    climb = ga >= 0 and nv >= HILLCLIMB_MIN
+    if climb:
+        graph = m.mesh_graph
+        nhull = int(graph[ga])
+        edgeadr = graph[ga + 2 : ga + 2 + nhull]
+        globalid = graph[ga + 2 + nhull : ga + 2 + 2 * nhull]
+        edges = graph[ga + 2 + 2 * nhull :]
+        nbr_lists = [[] for _ in range(nv)]
+        for loc in range(nhull):
+            i = int(edgeadr[loc])
+            while edges[i] >= 0:
+                nbr_lists[int(globalid[loc])].append(int(globalid[edges[i]]))
+                i += 1
+        start = int(globalid[0])
+    else:
+        nbr_lists = [list(range(nv)) for _ in range(nv)]
+        start = 0
+    pa, npoly = int(m.mesh_polyadr[k]), int(m.mesh_polynum[k])
+    polyvert = [
+        list(m.mesh_polyvert[m.mesh_polyvertadr[pa + f] : m.mesh_polyvertadr[pa + f] + m.mesh_polyvertnum[pa + f]])
+        for f in range(npoly)
+    ]
+    polymap = [
+        list(m.mesh_polymap[m.mesh_polymapadr[va + v] : m.mesh_polymapadr[va + v] + m.mesh_polymapnum[va + v]])
+        if npoly
+        else []
+        for v in range(nv)
+    ]
+    return dict(
+        vert=vert,
+        climb=np.array(climb),
+        start=np.array(start, np.int32),
+        nbr=_ragged(nbr_lists, max(map(len, nbr_lists))),
+        polymap=_ragged(polymap, max(map(len, polymap))),
+        polynormal=np.asarray(m.mesh_polynormal[pa : pa + npoly], np.float64).reshape(-1, 3),
+        polyvert=_ragged(polyvert, max(map(len, polyvert), default=0)),
+        polynum=np.array([len(p) for p in polyvert], np.int32),
+        rbound=np.array(m.geom_rbound[g], np.float64),
+    )
+
+
+def stack(meshes: list[dict]) -> dict:
+    """One table per field with a leading pair axis, each padded to the group's largest."""
+
+    def pad(x, shape, fill):
+        out = np.full(shape, fill, x.dtype)
+        out[tuple(slice(0, s) for s in x.shape)] = x
+        return out
+
+    out = {}
+    for key in meshes[0]:
+        xs = [d[key] for d in meshes]
+        shape = tuple(max(s) for s in zip(*(x.shape for x in xs)))
+        if key == "vert":
+            xs = [np.concatenate([x, np.repeat(x[:1], shape[0] - len(x), 0)]) for x in xs]
+        elif key == "polynormal":
+            xs = [pad(x, shape, 0.0) for x in xs]
+        elif key in ("climb", "start", "polynum", "rbound"):
+            xs = [pad(x, shape, 0) for x in xs]
+        else:
+            xs = [pad(x, shape, -1) for x in xs]
+        out[key] = np.stack(xs)
+    return out
+
+
+def support_index(mesh: dict, local):
+    """Index of the vertex farthest along a local direction: the first of equals, as MuJoCo's search."""
+    return jnp.argmax(mesh["vert"] @ local).astype(jnp.int32)
+
+
+def _climb(mesh: dict, local):
+    """MuJoCo's hill climb on the hull graph from its first vertex: each pass moves to the first
+    strictly best neighbour of the current vertex, until none is better."""
+    vert = jax.lax.stop_gradient(mesh["vert"])
+    dots = vert @ jax.lax.stop_gradient(local)
+    nbr = mesh["nbr"]
+
+    def cond(s):
+        return s[1]
+
+    def body(s):
+        i, _ = s
+        row = nbr[i]
+        nd = jnp.where(row >= 0, dots[jnp.maximum(row, 0)], -jnp.inf)
+        j = jnp.argmax(nd)
+        better = nd[j] > dots[i]
+        return jnp.where(better, row[j], i), better
+
+    i, _ = jax.lax.while_loop(cond, body, (mesh["start"], jnp.ones((), bool)))
+    return i
+
+
+def _hull4(pts, npts, a):
+    """MuJoCo's hull4 on a polygon's vertices (local frame): positions of up to four of them, the
+    first being `a`, spanning a large area. The next three from `a` on; for more than four, the fourth
+    advances while the area grows, after each step the third and then the second too."""
+    pts = jax.lax.stop_gradient(pts)
+    n = jnp.maximum(npts, 1)
+    b, c, d = (a + 1) % n, (a + 2) % n, (a + 3) % n
+
+    def area(b, c, d):
+        return 0.5 * math.safe_norm(math.cross(pts[a] - pts[c], pts[b] - pts[d]))
+
+    def cond(s):
+        return s["go"]
+
+    def body(s):
+        b, c, d, ph = s["b"], s["c"], s["d"], s["phase"]
+        nb = jnp.where(ph == 2, (b + 1) % n, b)
+        nc = jnp.where(ph == 1, (c + 1) % n, c)
+        nd = jnp.where(ph == 0, (d + 1) % n, d)
+        m = area(nb, nc, nd)
+        up = m > s["m"]
+        # phase 0 (the fourth) ends the search when it cannot grow; 1 (third) -> 2 (second) -> 0
+        phase = jnp.where(up, jnp.where(ph == 0, 1, ph), (ph + 1) % 3)
+        return dict(
+            b=jnp.where(up, nb, b),
+            c=jnp.where(up, nc, c),
+            d=jnp.where(up, nd, d),
+            m=jnp.where(up, m, s["m"]),
+            phase=phase.astype(jnp.int32),
+            go=up | (ph != 0),
+        )
+
+    init = dict(b=b, c=c, d=d, m=area(b, c, d), phase=jnp.zeros((), jnp.int32), go=npts > 4)
+    s = jax.lax.while_loop(cond, body, init)
+    return jnp.stack([a, s["b"], s["c"], s["d"]]), jnp.minimum(npts, 4)
+
+
+def plane_mesh(g, pos1, mat1, size1, pos2, mat2, size2, margin):
+    """Plane against a mesh (MuJoCo 4's mjc_PlaneConvex): the deepest vertex; then, of the polygons
+    at that vertex, the one facing the plane most directly, pruned to four vertices around the
+    deepest (hull4); its other vertices below the mesh's centre (along the plane normal) are contacts
+    too."""
+
+    def one(p1, r1, p2, r2, margin, mesh):
+        n = r1[:, 2]
+        local_n = r2.T @ n
+        best = jnp.where(mesh["climb"], _climb(mesh, -local_n), support_index(mesh, -local_n))
+        world = mesh["vert"] @ r2.T + p2
+        d0 = math.dot(n, world[best] - p1)
+        ok0 = d0 <= margin
+        # the incident polygon: the first of those at the deepest vertex most anti-aligned with n
+        polys = mesh["polymap"][best]
+        pdot = jnp.where(polys >= 0, mesh["polynormal"][jnp.maximum(polys, 0)] @ local_n, jnp.inf)
+        k = jnp.argmin(pdot)
+        has_face = pdot[k] < 1.0
+        face = mesh["polyvert"][jnp.maximum(polys[k], 0)]
+        nface = mesh["polynum"][jnp.maximum(polys[k], 0)]
+        a = jnp.argmax(face == best).astype(jnp.int32)
+        idx, nq = _hull4(mesh["vert"][jnp.maximum(face, 0)], nface, a)
+        pts = world[jnp.maximum(face[idx], 0)]
+        below = math.dot(pts - p2, n) <= 0
+        ok = ok0 & has_face & (jnp.arange(4) > 0) & (jnp.arange(4) < nq) & below
+        # compact: the first contact, then the kept vertices in hull4's order
+        rank = jnp.where(ok, jnp.cumsum(ok, dtype=jnp.int32), 0)
+        pick = (rank[None, :] == jnp.arange(4)[:, None]) & ok[None, :]
+        d = math.dot(pts - p1, n)
+        dist = jnp.where(jnp.any(pick, 1), pick.astype(d.dtype) @ d, 0.0).at[0].set(d0)
+        pnt = (pick.astype(d.dtype) @ pts).at[0].set(world[best])
+        valid = jnp.any(pick, 1).at[0].set(ok0)
+        return dist, pnt - n * (0.5 * dist)[:, None], jnp.broadcast_to(n, (4, 3)), valid
+
+    dist, pos, normal, valid = jax.vmap(one)(pos1, mat1, pos2, mat2, margin, g.mesh2)
+    return dist, pos, normal, jnp.zeros_like(pos), valid

@@ -95,6 +95,20 @@ def narrow(types: tuple, multiccd: bool) -> tuple | None:
     return NARROW.get(types) or collision_convex.narrow_table(multiccd).get(types)
 
 
+def _a(t: int) -> str:
+    name = _NAMES.get(t, str(t))
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _pair_margin(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> float:
+    """The margin plus gap MuJoCo gives a pair's narrow phase."""
+    if m.opt.enableflags & _ENBL.mjENBL_OVERRIDE:
+        return float(m.opt.o_margin)
+    if ipair >= 0:
+        return float(m.pair_margin[ipair] + m.pair_gap[ipair])
+    return float(m.geom_margin[g1] + m.geom_margin[g2] + m.geom_gap[g1] + m.geom_gap[g2])
+
+
 def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
     if ipair >= 0:
         return int(m.pair_dim[ipair])
@@ -120,11 +134,15 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
                 f"{source}: the nativeccd disable flag (MuJoCo's libccd collider) is not supported by hurtle; "
                 f"remove it to collide a {_NAMES[t[0]]} with a {_NAMES[t[1]]}"
             )
+        label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
+        what = f"{_a(t[0])} and {_a(t[1])} ({label(g1)}, {label(g2)})"
         if entry is None:
-            label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
+            why = " with multiccd on (disable it to collide them)" if t in collision_convex.SINGLE_CONTACT_PAIRS else ""
+            raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle{why} yet")
+        if t in collision_convex.MARGIN_FREE_PAIRS and _pair_margin(m, g1, g2, ip) > 0:
             raise NotImplementedError(
-                f"{source}: collisions between a {_NAMES.get(t[0], t[0])} and a {_NAMES.get(t[1], t[1])} "
-                f"({label(g1)}, {label(g2)}) are not supported by hurtle yet"
+                f"{source}: collisions between {what} with a margin or gap are not supported by hurtle yet "
+                "(MuJoCo's EPA on a margin-rounded shape); set their margin and gap to 0"
             )
         groups.setdefault(t, []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
     out, dims, nslot = [], [], 0

@@ -193,10 +193,10 @@ def plane_mesh(g, pos1, mat1, size1, pos2, mat2, size2, margin):
         idx, nq = _hull4(mesh["vert"][jnp.maximum(face, 0)], nface, a)
         pts = world[jnp.maximum(face[idx], 0)]
         below = math.dot(pts - p2, n) <= 0
-        ok = ok0 & has_face & (jnp.arange(4) > 0) & (jnp.arange(4) < nq) & below
+        ok = ok0 & has_face & (jnp.arange(4, dtype=jnp.int32) > 0) & (jnp.arange(4, dtype=jnp.int32) < nq) & below
         # compact: the first contact, then the kept vertices in hull4's order
         rank = jnp.where(ok, jnp.cumsum(ok, dtype=jnp.int32), 0)
-        pick = (rank[None, :] == jnp.arange(4)[:, None]) & ok[None, :]
+        pick = (rank[None, :] == jnp.arange(4, dtype=jnp.int32)[:, None]) & ok[None, :]
         d = math.dot(pts - p1, n)
         dist = jnp.where(jnp.any(pick, 1), pick.astype(d.dtype) @ d, 0.0).at[0].set(d0)
         pnt = (pick.astype(d.dtype) @ pts).at[0].set(world[best])

@@ -23,7 +23,7 @@ import numpy as np
 
 from hurtle.physics import math
 
-CAPSULE, CYLINDER, BOX = 3, 5, 6
+CAPSULE, CYLINDER, BOX, MESH = 3, 5, 6, 7
 FACE_TOL = 0.996  # faces face each other when their normals' dot product is below -FACE_TOL
 EDGE_TOL = 0.0888  # an edge lies in a face when its dot product with the face normal is below this
 INTERSECT_TOL = 3e-7
@@ -37,7 +37,7 @@ MAX_CONTACTS = 4
 
 def contacts_per_pair(t1: int, t2: int) -> int:
     """Contact slots a pair's multi-contact search can fill: 2 for an edge on a face, 4 for faces."""
-    faces1, faces2 = t1 in (CYLINDER, BOX), t2 in (CYLINDER, BOX)
+    faces1, faces2 = t1 in (CYLINDER, BOX, MESH), t2 in (CYLINDER, BOX, MESH)
     return MAX_CONTACTS if faces1 and faces2 else 2
 
 
@@ -76,13 +76,25 @@ def _box_corner(v, size):
     return jnp.where((v & _BITS) != 0, size, -size)
 
 
-def _face_normals(t, dim, fidx, mat, direction):
+def _face_normals(t, dim, fidx, mat, size, direction):
     """Candidate face normals (k, 3), the faces they name (k,) and which are valid (k,).
 
     A box: the faces shared by the feature's vertices (one per axis they agree on); a vertex has three;
     when the vertices share no face (a face diagonal, a triangle across faces) the face whose normal is
-    within the face tolerance of `direction`.
+    within the face tolerance of `direction`. A mesh: the polygons at a vertex, the (up to two) shared
+    by an edge's vertices, the first shared by three, in the order of the first vertex's polygon list.
     """
+    if t == MESH:
+        pm = size["polymap"][fidx]  # (3, D): the polygons at each feature vertex
+        shared = lambda o: jnp.any((pm[0][:, None] == o[None, :]) & (o >= 0)[None, :], 1)  # noqa: E731
+        valid = pm[0] >= 0
+        in2 = valid & shared(pm[1])
+        in2 = in2 & (jnp.cumsum(in2, dtype=jnp.int32) <= 2)  # MuJoCo keeps the first two
+        in3 = in2 & shared(pm[2])
+        in3 = in3 & (jnp.cumsum(in3, dtype=jnp.int32) == 1)
+        ok = jnp.where(dim == 1, valid, jnp.where(dim == 2, in2, in3))
+        ids = jnp.maximum(pm[0], 0)
+        return size["polynormal"][ids] @ mat.T, ids, ok
     if t == CYLINDER:
         sgn = jnp.where(fidx[0] != 0, -1.0, 1.0)
         return (mat[:, 2] * sgn)[None], fidx[:1], (dim == 1)[None]
@@ -121,8 +133,21 @@ def _edge(t, dim, fidx, fpts, pos, mat, size, margin, x):
 
     A capsule's edge is its side line through the witness point x; a cylinder's, the side line
     through the face's first vertex (on the rim), from the cap it came from to the other; a box's, the
-    feature's edge, or the three edges at its vertex.
+    feature's edge, or the three edges at its vertex; a mesh's, the feature's edge, or at a vertex the
+    edge to its predecessor in each polygon there.
     """
+    if t == MESH:
+        vert = size["vert"] @ mat.T + pos
+        v1 = vert[fidx[0]]
+        polys = size["polymap"][fidx[0]]  # (D,)
+        pv = size["polyvert"][jnp.maximum(polys, 0)]  # (D, P)
+        nv = size["polynum"][jnp.maximum(polys, 0)]
+        at = jnp.argmax(pv == fidx[0], axis=1).astype(jnp.int32)
+        prev = jnp.take_along_axis(pv, jnp.where(at == 0, nv - 1, at - 1)[:, None], 1)[:, 0]
+        ends = jnp.where(dim == 2, vert[fidx[1]][None], vert[jnp.maximum(prev, 0)])
+        dirs = jax.vmap(math.normalize)(ends - v1)
+        valid = jnp.where(dim == 2, jnp.arange(len(polys), dtype=jnp.int32) == 0, (dim == 1) & (polys >= 0))
+        return dirs, v1, ends, valid
     axis = mat[:, 2]
     if t == CAPSULE:
         pr = math.dot(x - pos, axis)
@@ -152,24 +177,30 @@ def _edge(t, dim, fidx, fpts, pos, mat, size, margin, x):
 
 
 def _face(t, face_id, pos, mat, size):
-    """The vertices of a shape's face (k, 3), in MuJoCo's order."""
+    """The vertices of a shape's face (k, 3), in MuJoCo's order, and how many there are (a mesh's
+    polygons are padded to the largest)."""
     if t == CYLINDER:
         sgn = jnp.where(face_id != 0, -1.0, 1.0)
         center = mat[:, 2] * (sgn * size[1]) + pos
         col0 = mat[:, 0] * size[0]
         col1 = mat[:, 1] * (size[0] * sgn)
-        return col0 * _COS16[:, None] - col1 * _SIN16[:, None] + center
+        return col0 * _COS16[:, None] - col1 * _SIN16[:, None] + center, NCAP
     if t == BOX:
-        return (jnp.asarray(_BOX_FACES, mat.dtype)[face_id] * size) @ mat.T + pos
+        return (jnp.asarray(_BOX_FACES, mat.dtype)[face_id] * size) @ mat.T + pos, 4
+    if t == MESH:  # a polygon's vertices in reverse
+        pv, nv = size["polyvert"][face_id], size["polynum"][face_id]
+        k = pv.shape[0]
+        rev = jnp.take_along_axis(pv, jnp.maximum(nv - 1 - jnp.arange(k, dtype=jnp.int32), 0), 0)
+        return size["vert"][jnp.maximum(rev, 0)] @ mat.T + pos, nv
     raise NotImplementedError(f"multi-contact faces of geom type {t}")
 
 
 def _has_faces(t):
-    return t in (CYLINDER, BOX)
+    return t in (CYLINDER, BOX, MESH)
 
 
 def _has_edges(t):
-    return t in (CAPSULE, CYLINDER, BOX)
+    return t in (CAPSULE, CYLINDER, BOX, MESH)
 
 
 # --- clipping ---
@@ -182,15 +213,16 @@ def _compact(pts, keep, cap: int):
     return out, jnp.minimum(jnp.sum(keep, dtype=jnp.int32), cap)
 
 
-def _clip(clipper, subject, n, wdir, margin):
-    """Clip polygon `subject` by the edges of face `clipper` (normal n); keep vertices within margin
-    of the face; witness points on the face and the subject, and their distances along wdir.
+def _clip(clipper, nclip, subject, nsub, n, wdir, margin):
+    """Clip polygon `subject` (its first nsub rows) by the edges of face `clipper` (its first nclip
+    rows; normal n); keep vertices within margin of the face; witness points on the face and the
+    subject, and their distances along wdir. A subject of two rows is an edge.
 
     Returns (count, w1 (4, 3) on the clipper, w2 (4, 3), dist (4,)).
     """
     k, s = clipper.shape[0], subject.shape[0]
     cap = k + s + 2
-    nxt = jnp.roll(clipper, -1, axis=0)
+    nxt = clipper[(jnp.arange(k, dtype=jnp.int32) + 1) % jnp.maximum(jnp.asarray(nclip, jnp.int32), 1)]
     pn = math.cross(nxt - clipper, (clipper + n) - clipper)
     pd = math.dot(pn, clipper)
     poly = jnp.zeros((cap, 3), subject.dtype).at[:s].set(subject)
@@ -198,6 +230,7 @@ def _clip(clipper, subject, n, wdir, margin):
 
     def plane(carry, e):
         poly, npoly = carry
+        skip = e >= nclip
         a, pne, pde = clipper[e], pn[e], pd[e]
         q = poly[jnp.where(ar + 1 < npoly, ar + 1, 0)]
         valid = ar < npoly
@@ -210,9 +243,11 @@ def _clip(clipper, subject, n, wdir, margin):
         cross = poly + jnp.clip(t, 0.0, 1.0)[:, None] * (q - poly)
         pts = jnp.stack([cross, q], 1).reshape(2 * cap, 3)
         keep = jnp.stack([cut, valid & in2], 1).reshape(2 * cap)
-        return _compact(pts, keep, cap), None
+        new, nnew = _compact(pts, keep, cap)
+        return (jnp.where(skip, poly, new), jnp.where(skip, npoly, nnew)), None
 
-    (poly, npoly), _ = jax.lax.scan(plane, (poly, jnp.asarray(s, jnp.int32)), jnp.arange(k, dtype=jnp.int32))
+    start = (poly, jnp.asarray(nsub, jnp.int32))
+    (poly, npoly), _ = jax.lax.scan(plane, start, jnp.arange(k, dtype=jnp.int32))
     near = (ar < npoly) & (math.dot(poly - clipper[0], n) <= margin)
     poly, npoly = _compact(poly, near, cap)
 
@@ -314,8 +349,8 @@ def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
     dim1, fidx1, fpts1 = _feature_dim(face["idx"][:, 0], face["p1"])
     dim2, fidx2, fpts2 = _feature_dim(face["idx"][:, 1], face["p2"])
     wdir = x2 - x1
-    n1, id1, ok1 = _face_normals(t1, dim1, fidx1, mat1, -wdir)
-    n2, id2, ok2 = _face_normals(t2, dim2, fidx2, mat2, wdir)
+    n1, id1, ok1 = _face_normals(t1, dim1, fidx1, mat1, size1, -wdir)
+    n2, id2, ok2 = _face_normals(t2, dim2, fidx2, mat2, size2, wdir)
     half = 0.5 * margin
     m1 = half if t1 != CAPSULE else jnp.zeros_like(half)
     m2 = half if t2 != CAPSULE else jnp.zeros_like(half)
@@ -332,9 +367,9 @@ def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
         flat = jnp.argmin(d.reshape(-1))
         ff_found = d.reshape(-1)[flat] < -FACE_TOL
         i, j = flat // d.shape[1], flat % d.shape[1]
-        f1 = _face(t1, id1[i], pos1, mat1, size1)
-        f2 = _face(t2, id2[j], pos2, mat2, size2)
-        cnt, c1, c2, dd = _clip(f1, f2, n1[i], n2[j], mtot)
+        f1, nf1 = _face(t1, id1[i], pos1, mat1, size1)
+        f2, nf2 = _face(t2, id2[j], pos2, mat2, size2)
+        cnt, c1, c2, dd = _clip(f1, nf1, f2, nf2, n1[i], n2[j], mtot)
         cases.append((ff_found, cnt, c1, c2, dd, -n2[j]))
 
     # an edge of shape 1 on a face of shape 2 first (when its feature is no larger), else the reverse: MuJoCo 4
@@ -350,8 +385,8 @@ def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
         hit = hit & (jnp.abs(nf @ en.T) < EDGE_TOL)
         first = jnp.argmax(hit.reshape(-1))
         j, e = first // hit.shape[1], first % hit.shape[1]
-        f = _face(tf, idf[j], *gf)
-        cnt, wf, we, dd = _clip(f, jnp.stack([v, ends[e]]), nf[j], -nf[j], mtot)
+        f, nface = _face(tf, idf[j], *gf)
+        cnt, wf, we, dd = _clip(f, nface, jnp.stack([v, ends[e]]), 2, nf[j], -nf[j], mtot)
         return jnp.any(hit), cnt, we, wf, dd, nf[j]
 
     found1 = jnp.zeros((), bool)
@@ -373,5 +408,9 @@ def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
         w2 = jnp.where(applies, c2 - m2 * nrm, w2)
         dist = jnp.where(applies, dd - mtot, dist)
         normal = jnp.where(applies, nrm, normal)
-    count = jnp.where(face["ok"], count, 0)
+    ok = face["ok"]
+    for t, size in ((t1, size1), (t2, size2)):
+        if t == MESH:  # MuJoCo searches only meshes with polygons
+            ok = ok & jnp.any(size["polynum"] > 0)
+    count = jnp.where(ok, count, 0)
     return count, w1, w2, dist, normal

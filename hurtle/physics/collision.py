@@ -202,7 +202,7 @@ def plane_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     local = signs[None] * size2[:, None, :]  # (k, 8, 3)
     corner = jnp.einsum("kij,kcj->kci", mat2, local)
     ldist = jnp.einsum("kci,ki->kc", corner, n)
-    ok = (dist[:, None] + ldist <= margin) & (ldist <= 0)
+    ok = (dist[:, None] + ldist <= margin[:, None]) & (ldist <= 0)
     cdist = dist[:, None] + ldist
     cpos = corner + pos2[:, None] - n[:, None] * (cdist / 2)[..., None]
     # the first four qualifying corners, in MuJoCo's corner order

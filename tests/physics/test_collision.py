@@ -22,6 +22,9 @@ def _paths():
     root = P.asset_dir("gymnasium")
     if root:
         paths += [os.path.join(root, f"{n}.xml") for n in ("ant", "humanoid", "walker2d", "hopper", "half_cheetah")]
+    root = P.asset_dir("dm_control")
+    if root:
+        paths.append(os.path.join(root, "stacker.xml"))  # boxes stacked on boxes, sixteen plane-box pairs
     return paths
 
 
@@ -53,6 +56,18 @@ def _contacts(model, out, md):
     assert int(out.ncon) == len(ref)
     key = lambda a: a[np.lexsort((a[:, 3], a[:, 2], a[:, 1], a[:, 0]))]  # noqa: E731
     return key(ours), key(ref)
+
+
+def _matched(ours, ref):
+    """Largest difference after pairing each of MuJoCo's contacts with the nearest of ours between the
+    same geoms (contacts of equal depth, as a face lying flat gives, may be listed in another order)."""
+    free, worst = list(range(len(ours))), 0.0
+    for r in ref:
+        d = [np.abs(ours[i, 2:] - r[2:]).max() if np.all(ours[i, :2] == r[:2]) else np.inf for i in free]
+        k = int(np.argmin(d))
+        worst = max(worst, d[k])
+        free.pop(k)
+    return worst
 
 
 _collide = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
@@ -99,7 +114,7 @@ def test_contacts_and_dynamics_match_mujoco(path):
         ours, ref = _contacts(model, out, md)
         assert ours.shape == ref.shape
         np.testing.assert_array_equal(ours[:, :2], ref[:, :2])
-        np.testing.assert_allclose(ours[:, 2:], ref[:, 2:], atol=1e-9)
+        assert _matched(ours, ref) <= 1e-9
         assert P.rel_error(out.qacc, md.qacc) <= TOL
         assert P.rel_error(out.qfrc_constraint, md.qfrc_constraint) <= TOL
         checked += len(ref)

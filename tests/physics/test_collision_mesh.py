@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.physics.test_collision import CONVEX_TOL, _compare, _quat, _random_pose, _scene
+from tests.physics.test_collision import CONVEX_TOL, _compare, _matched, _quat, _random_pose, _scene
 
 # an irregular convex blob (30 points: MuJoCo walks its hull graph) and a box as a mesh (8 vertices:
 # MuJoCo searches them all), both with polygons (the box's faces merged into quadrilaterals)
@@ -15,18 +15,6 @@ _CRATE = " ".join(
     f"{s * h}" for c in range(8) for s, h in zip(((c & 1) * 2 - 1, (c & 2) - 1, (c & 4) // 2 - 1), (0.05, 0.04, 0.03))
 )
 ASSETS = f'<asset><mesh name="blob" vertex="{_BLOB}"/><mesh name="crate" vertex="{_CRATE}"/></asset>'
-
-
-def _matched(ours, ref):
-    """Largest difference after pairing each of MuJoCo's contacts with the nearest of ours (contacts
-    with equal depths, as on a face lying flat, may be listed in another order)."""
-    free, worst = list(range(len(ours))), 0.0
-    for r in ref:
-        d = [np.abs(ours[i, 2:] - r[2:]).max() if np.all(ours[i, :2] == r[:2]) else np.inf for i in free]
-        k = int(np.argmin(d))
-        worst = max(worst, d[k])
-        free.pop(k)
-    return worst
 
 
 def test_plane_mesh_matches_mujoco():

@@ -6,8 +6,10 @@ difference of the two shapes' support functions, which this module defines for e
 (with MuJoCo's margin inflation). A sphere or capsule is collided as its core (a point or a
 segment), and in MuJoCo 4 so is a margin on a pair with faces or edges.
 
-Registered: plane-ellipsoid (mjc_PlaneConvex, exact) and the pairs of CONVEX_PAIRS, with MuJoCo 4's
-multi-contact search (`hurtle.physics.multiccd`) where multiccd is on.
+Registered: plane-ellipsoid (mjc_PlaneConvex, exact; plane-mesh is `hurtle.physics.mesh`) and the
+pairs of CONVEX_PAIRS, MARGIN_FREE_PAIRS and SINGLE_CONTACT_PAIRS, with MuJoCo 4's multi-contact
+search (`hurtle.physics.multiccd`) where multiccd is on. A mesh's "size" is its table dict
+(`hurtle.physics.mesh.geom_mesh`, per pair).
 """
 
 from __future__ import annotations

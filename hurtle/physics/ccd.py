@@ -206,7 +206,20 @@ def _with_index(sup):
     return f
 
 
-def gjk(sup, x1, x2, iterations: int, tol, cutoff):
+def _loop(iterations: int, body, s, fixed: bool):
+    """`body(k, s)` for k < iterations: all of them (`fori_loop`, reverse-differentiable) or, with
+    fixed=False, until s["done"] (a `while_loop`; batched, until every lane is done). A done state is a
+    fixed point of every body here, so both give the same result."""
+    if fixed:
+        return jax.lax.fori_loop(0, iterations, body, s)
+
+    def cond(c):
+        return (c[0] < iterations) & ~c[1]["done"]
+
+    return jax.lax.while_loop(cond, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.zeros((), jnp.int32), s))[1]
+
+
+def gjk(sup, x1, x2, iterations: int, tol, cutoff, fixed: bool = True):
     """MuJoCo's gjk: closest points of two convex sets, or a simplex around the origin.
 
     sup: unit direction -> (vertex of the Minkowski difference, point on 1, point on 2[, feature
@@ -276,7 +289,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff):
             early=s["early"] | sep | degenerate,
         )
 
-    s = jax.lax.fori_loop(0, iterations, body, s)
+    s = _loop(iterations, body, s, fixed)
     n, lam, xk, xn = s["n"], s["lam"], s["xk"], s["xn"]
     started = n > 0
     y1 = jnp.where(started, jnp.einsum("n,nc->c", lam, s["w1"]), x1)
@@ -424,7 +437,7 @@ def polytope(sup, g):
 # --- EPA ---
 
 
-def epa(sup, g, iterations: int, tol):
+def epa(sup, g, iterations: int, tol, fixed: bool = True):
     """Penetration depth and witness points from GJK's simplex around the origin (MuJoCo's epa).
 
     Returns (dist, x1, x2, found, face): dist = -depth; face the final face's (idx (3, 2), p1 (3, 3),
@@ -536,7 +549,7 @@ def epa(sup, g, iterations: int, tol):
             done=s["done"] | (active & (none | zero | converged | broken | full | bad | empty)),
         )
 
-    s = jax.lax.fori_loop(0, kmax, body, s)
+    s = _loop(kmax, body, s, fixed)
     tri = s["face"]
     lam = tri_affine(s["verts"][tri[0]], s["verts"][tri[1]], s["verts"][tri[2]], s["face_v"])
     x1 = lam @ s["vert1"][tri]
@@ -553,7 +566,7 @@ def _simplex_face(g):
     return dict(idx=g["wi"][tri], p1=g["w1"][tri], p2=g["w2"][tri])
 
 
-def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
+def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol, fixed: bool = True):
     """mjc_ccd for one pair: (dist, x1, x2, found, face) with dist < 0 for a contact.
 
     sup_full: direction -> Minkowski support of the two (margin-inflated) shapes; sup_core: the same
@@ -563,19 +576,19 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol):
     returns it, plus ok (whether there is one), for MuJoCo's multi-contact search.
     """
     if sup_core is None:
-        deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol))
+        deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol), fixed)
     else:  # both GJKs as one, batched over the two shapes (one loop to compile)
         full, core = _with_index(sup_full), _with_index(sup_core)
 
         def run(is_full, cutoff):
             sup = lambda d: jax.tree.map(functools.partial(jnp.where, is_full), full(d), core(d))  # noqa: E731
-            return gjk(sup, c1, c2, iterations, tol, cutoff)
+            return gjk(sup, c1, c2, iterations, tol, cutoff, fixed)
 
         zero = jnp.zeros_like(tol)  # the full GJK only asks whether they overlap; the core one, distances
         both = jax.vmap(run)(jnp.array([True, False]), jnp.stack([zero, zero + (fm1 + fm2)]))
         deep_g, g = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
     penetrating = (deep_g["dist"] <= tol) & (deep_g["n"] > 1) & ~deep_g["separated"]
-    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol)
+    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol, fixed)
     found = penetrating & found & (dist < 0)
     face["ok"] = found
     if sup_core is None:

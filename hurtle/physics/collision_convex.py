@@ -99,7 +99,9 @@ def has_features(t1: int, t2: int) -> bool:
     return (t1 in FACES or t1 in EDGES) and (t2 in FACES or t2 in EDGES) and not (t1 in EDGES and t2 in EDGES)
 
 
-def penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations: int, tol, multi: bool = False):
+def penetration(
+    t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations: int, tol, multi: bool = False, fixed: bool = True
+):
     """Contacts of two convex geoms per pair (mjc_penetration with native CCD): (dist, pos, normal,
     found), each with a trailing axis of contact slots: one, or with `multi` MuJoCo 4's multi-contact
     search (multiccd) on pairs with faces or edges, multiccd.contacts_per_pair.
@@ -136,7 +138,7 @@ def penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations
                 return size[0] + 0.5 * margin if t in CORES else (0.5 * margin if shrink else zero)
 
             fm1, fm2 = lost(t1, size1), lost(t2, size2)
-        dist, x1, x2, hit, face = ccd.ccd(sup, sup_core, fm1, fm2, pos1, pos2, iterations, tol)
+        dist, x1, x2, hit, face = ccd.ccd(sup, sup_core, fm1, fm2, pos1, pos2, iterations, tol, fixed)
         dist, pos, normal = margin + dist, 0.5 * (x1 + x2), math.normalize(x1 - x2)
         if not multi:
             return dist[None], pos[None], normal[None], hit[None]
@@ -163,7 +165,12 @@ def make_convex(t1: int, t2: int, multi: bool):
         size1 = g.mesh1 if t1 == MESH else size1
         size2 = g.mesh2 if t2 == MESH else size2
         it, tol = m.opt.ccd_iterations, m.opt.ccd_tolerance
-        dist, pos, normal, hit = penetration(t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, it, tol, multi)
+        # GJK and EPA stop when every pair of the batch has converged, except in the solver's fixed
+        # (reverse-differentiable) mode, where they run all their iterations
+        fixed = m.opt.solver_mode == "fixed"
+        dist, pos, normal, hit = penetration(
+            t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, it, tol, multi, fixed
+        )
         return dist, pos, normal, jnp.zeros_like(pos), hit
 
     convex.uses_model = True

@@ -31,10 +31,10 @@ def _ragged(lists, width: int, fill: int = -1) -> np.ndarray:
 def geom_mesh(m: mujoco.MjModel, g: int) -> dict:
     """The collision tables of mesh geom g (unpadded), as numpy arrays.
 
-    vert (V, 3); climb: whether MuJoCo walks the hull graph; nbr (V, K): the vertices MuJoCo scans
-    after a vertex in plane-mesh (hull-graph neighbours in graph order, or every vertex without a
-    graph); polymap (V, D): the polygons at each vertex; polynormal (F, 3); polyvert (F, P) and
-    polynum (F,): each polygon's vertices and count.
+    vert (V, 3); climb: whether MuJoCo walks the hull graph (plane-mesh's deepest vertex); start: the
+    vertex it starts from; nbr (V, K): each vertex's hull-graph neighbours in graph order (none
+    without a climb); polymap (V, D): the polygons at each vertex; polynormal (F, 3); polyvert (F, P)
+    and polynum (F,): each polygon's vertices and count.
     """
     k = int(m.geom_dataid[g])
     va, nv = int(m.mesh_vertadr[k]), int(m.mesh_vertnum[k])
@@ -55,7 +55,7 @@ def geom_mesh(m: mujoco.MjModel, g: int) -> dict:
                 i += 1
         start = int(globalid[0])
     else:
-        nbr_lists = [list(range(nv)) for _ in range(nv)]
+        nbr_lists = [[] for _ in range(nv)]
         start = 0
     pa, npoly = int(m.mesh_polyadr[k]), int(m.mesh_polynum[k])
     polyvert = [
@@ -72,12 +72,11 @@ def geom_mesh(m: mujoco.MjModel, g: int) -> dict:
         vert=vert,
         climb=np.array(climb),
         start=np.array(start, np.int32),
-        nbr=_ragged(nbr_lists, max(map(len, nbr_lists))),
+        nbr=_ragged(nbr_lists, max(map(len, nbr_lists), default=0)),
         polymap=_ragged(polymap, max(map(len, polymap))),
         polynormal=np.asarray(m.mesh_polynormal[pa : pa + npoly], np.float64).reshape(-1, 3),
         polyvert=_ragged(polyvert, max(map(len, polyvert), default=0)),
         polynum=np.array([len(p) for p in polyvert], np.int32),
-        rbound=np.array(m.geom_rbound[g], np.float64),
     )
 
 
@@ -97,7 +96,7 @@ def stack(meshes: list[dict]) -> dict:
             xs = [np.concatenate([x, np.repeat(x[:1], shape[0] - len(x), 0)]) for x in xs]
         elif key == "polynormal":
             xs = [pad(x, shape, 0.0) for x in xs]
-        elif key in ("climb", "start", "polynum", "rbound"):
+        elif key in ("climb", "start", "polynum"):
             xs = [pad(x, shape, 0) for x in xs]
         else:
             xs = [pad(x, shape, -1) for x in xs]

@@ -219,19 +219,21 @@ def _loop(iterations: int, body, s, fixed: bool):
     return jax.lax.while_loop(cond, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.zeros((), jnp.int32), s))[1]
 
 
-def gjk(sup, x1, x2, iterations: int, tol, cutoff, fixed: bool = True):
+def gjk(sup, x1, x2, iterations: int, tol, cutoff, fixed: bool = True, discrete=False):
     """MuJoCo's gjk: closest points of two convex sets, or a simplex around the origin.
 
     sup: unit direction -> (vertex of the Minkowski difference, point on 1, point on 2[, feature
     indices (2,)]). x1, x2: the initial points. cutoff > 0 asks for distances (separated once proven
     farther than cutoff); cutoff == 0 only asks whether the sets overlap. Returns a dict: dist (0
     inside; the largest float when separated early), x1, x2, the simplex (w, w1, w2: (4, 3); wi: (4, 2)
-    feature indices) and its size n, separated.
+    feature indices) and its size n, separated. discrete (boxes, meshes and height field prisms
+    without a margin: GJK ends in finitely many steps) drops the tolerances to MuJoCo's floors.
     """
     sup = _with_index(sup)
     dtype = x1.dtype
     big = _big(dtype)
-    eps = 0.5 * tol * tol
+    eps = jnp.where(discrete, 0.0, 0.5 * tol * tol)
+    min_norm = jnp.where(discrete, MINVAL, tol)
     z = jnp.zeros((4, 3), dtype)
     xk = x1 - x2
     s = dict(
@@ -251,7 +253,7 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff, fixed: bool = True):
 
     def body(k, s):
         xk, xn, n = s["xk"], s["xn"], s["n"]
-        stop = s["done"] | (xn < tol) | (jnp.abs(s["xprev"] - xn) < MINVAL)
+        stop = s["done"] | (xn < min_norm) | (jnp.abs(s["xprev"] - xn) < MINVAL)
         v, p1, p2, ix = sup(-xk / _safe(xn))
         stop = stop | (_dot(xk, xk - v) < eps)
         lower = _dot(xk, v)
@@ -437,8 +439,12 @@ def polytope(sup, g):
 # --- EPA ---
 
 
-def epa(sup, g, iterations: int, tol, fixed: bool = True):
+def epa(sup, g, iterations: int, tol, fixed: bool = True, discrete=False):
     """Penetration depth and witness points from GJK's simplex around the origin (MuJoCo's epa).
+
+    discrete (polytopes without a margin): converged at MuJoCo's floor tolerance, or when a support
+    point repeats an earlier vertex's features (a height field prism has none: then the other shape's
+    feature alone decides, as in MuJoCo).
 
     Returns (dist, x1, x2, found, face): dist = -depth; face the final face's (idx (3, 2), p1 (3, 3),
     p2 (3, 3)): its vertices' feature indices and points on each shape (for the multi-contact search).
@@ -448,6 +454,7 @@ def epa(sup, g, iterations: int, tol, fixed: bool = True):
     big = _big(dtype)
     verts0, vert10, vert20, verti0, center, faces0, fv0, fd20, nface0, ok = polytope(sup, g)
     kmax = min(iterations, 1000)
+    tol = jnp.where(discrete, MINVAL, tol)
     nv = 5 + kmax
     nf = 2 * nv
     padv = lambda x: jnp.concatenate([x, jnp.zeros((nv - 5, 3), dtype)])  # noqa: E731
@@ -494,7 +501,9 @@ def epa(sup, g, iterations: int, tol, fixed: bool = True):
         upper2 = jnp.where(better, upper * upper, s["upper2"])
         converged = ~zero & (upper_k - lower < tol)
         reject = converged & (k == 0) & (upper < lower - 1e-10)
-        grow = pick & ~zero & ~converged
+        seen = jnp.all(s["verti"] == ix, -1) & (jnp.arange(nv, dtype=jnp.int32) < wi)
+        repeated = ~zero & ~converged & discrete & jnp.any(seen)
+        grow = pick & ~zero & ~converged & ~repeated
         # the faces w sees (and the chosen one) go; the edges they share with the rest are the horizon
         visible = s["alive"] & ((_dot(s["fv"], w) - s["fd2"] > MINVAL) | (ar == f))
         keep = s["alive"] & ~visible
@@ -546,7 +555,7 @@ def epa(sup, g, iterations: int, tol, fixed: bool = True):
             face=jnp.where(pick, face, s["face"]),
             face_v=jnp.where(pick, face_v, s["face_v"]),
             face_d2=jnp.where(pick, face_d2, s["face_d2"]),
-            done=s["done"] | (active & (none | zero | converged | broken | full | bad | empty)),
+            done=s["done"] | (active & (none | zero | converged | repeated | broken | full | bad | empty)),
         )
 
     s = _loop(kmax, body, s, fixed)
@@ -566,29 +575,30 @@ def _simplex_face(g):
     return dict(idx=g["wi"][tri], p1=g["w1"][tri], p2=g["w2"][tri])
 
 
-def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol, fixed: bool = True):
+def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol, fixed: bool = True, discrete=(False, False)):
     """mjc_ccd for one pair: (dist, x1, x2, found, face) with dist < 0 for a contact.
 
     sup_full: direction -> Minkowski support of the two (margin-inflated) shapes; sup_core: the same
     with spheres and capsules shrunk to their cores (None when neither pair member is one), fm1, fm2
     the radius (plus half the margin) each core lost; c1, c2 the geoms' centres. face: the features
     the contact was found on (EPA's last face, or GJK's simplex for a shallow contact) as epa
-    returns it, plus ok (whether there is one), for MuJoCo's multi-contact search.
+    returns it, plus ok (whether there is one), for MuJoCo's multi-contact search. discrete: whether
+    the full and the core shapes are both polytopes without a margin (MuJoCo's discreteGeoms).
     """
     if sup_core is None:
-        deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol), fixed)
+        deep_g = gjk(sup_full, c1, c2, iterations, tol, jnp.zeros_like(tol), fixed, discrete[0])
     else:  # both GJKs as one, batched over the two shapes (one loop to compile)
         full, core = _with_index(sup_full), _with_index(sup_core)
 
         def run(is_full, cutoff):
             sup = lambda d: jax.tree.map(functools.partial(jnp.where, is_full), full(d), core(d))  # noqa: E731
-            return gjk(sup, c1, c2, iterations, tol, cutoff, fixed)
+            return gjk(sup, c1, c2, iterations, tol, cutoff, fixed, jnp.where(is_full, *discrete))
 
         zero = jnp.zeros_like(tol)  # the full GJK only asks whether they overlap; the core one, distances
         both = jax.vmap(run)(jnp.array([True, False]), jnp.stack([zero, zero + (fm1 + fm2)]))
         deep_g, g = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
     penetrating = (deep_g["dist"] <= tol) & (deep_g["n"] > 1) & ~deep_g["separated"]
-    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol, fixed)
+    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol, fixed, discrete[0])
     found = penetrating & found & (dist < 0)
     face["ok"] = found
     if sup_core is None:

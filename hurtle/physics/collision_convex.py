@@ -92,6 +92,7 @@ def _rotate_about(point, rot, pos, mat):
 
 
 FACES, EDGES, CORES = (BOX, MESH, CYLINDER), (CAPSULE,), (SPHERE, CAPSULE)
+DISCRETE = (BOX, MESH, HFIELD)  # polytopes: without a margin GJK and EPA end in finitely many steps
 
 
 def has_features(t1: int, t2: int) -> bool:
@@ -138,7 +139,9 @@ def penetration(
                 return size[0] + 0.5 * margin if t in CORES else (0.5 * margin if shrink else zero)
 
             fm1, fm2 = lost(t1, size1), lost(t2, size2)
-        dist, x1, x2, hit, face = ccd.ccd(sup, sup_core, fm1, fm2, pos1, pos2, iterations, tol, fixed)
+        polytopes = t1 in DISCRETE and t2 in DISCRETE
+        discrete = (polytopes & (margin == 0), jnp.asarray(polytopes))
+        dist, x1, x2, hit, face = ccd.ccd(sup, sup_core, fm1, fm2, pos1, pos2, iterations, tol, fixed, discrete)
         dist, pos, normal = margin + dist, 0.5 * (x1 + x2), math.normalize(x1 - x2)
         if not multi:
             return dist[None], pos[None], normal[None], hit[None]

@@ -219,6 +219,25 @@ def _loop(iterations: int, body, s, fixed: bool):
     return jax.lax.while_loop(cond, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.zeros((), jnp.int32), s))[1]
 
 
+def _tuned(w, n, xk, xn, discrete):
+    """GJK's search direction (negated) and x_k along it. For polytopes near contact (|x_k| < 1e-4)
+    MuJoCo takes it perpendicular to the simplex's edge, or along its triangle's normal, where the
+    rounding in x_k would make the search noisy."""
+    neg = xk / _safe(xn)
+    edge = w[1] - w[0]
+    e2 = _dot(edge, edge)
+    on_edge = neg - _dot(neg, edge) / jnp.where(e2 > MINVAL * MINVAL, e2, 1.0) * edge
+    en = _norm(on_edge)
+    normal = _cross(w[1] - w[0], w[2] - w[0])
+    nn = _norm(normal)
+    tune = discrete & (xn < 1e-4)
+    use2 = tune & (n == 2) & (e2 > MINVAL * MINVAL) & (en > MINVAL)
+    use3 = tune & (n == 3) & (nn > MINVAL)
+    neg = jnp.where(use2, on_edge / _safe(en), neg)
+    neg = jnp.where(use3, jnp.sign(_dot(neg, normal)) * normal / _safe(nn), neg)
+    return neg, jnp.where(use2 | use3, xn * neg, xk)
+
+
 def gjk(sup, x1, x2, iterations: int, tol, cutoff, fixed: bool = True, discrete=False):
     """MuJoCo's gjk: closest points of two convex sets, or a simplex around the origin.
 
@@ -254,9 +273,10 @@ def gjk(sup, x1, x2, iterations: int, tol, cutoff, fixed: bool = True, discrete=
     def body(k, s):
         xk, xn, n = s["xk"], s["xn"], s["n"]
         stop = s["done"] | (xn < min_norm) | (jnp.abs(s["xprev"] - xn) < MINVAL)
-        v, p1, p2, ix = sup(-xk / _safe(xn))
-        stop = stop | (_dot(xk, xk - v) < eps)
-        lower = _dot(xk, v)
+        neg, xdir = _tuned(s["w"], n, xk, xn, discrete)
+        v, p1, p2, ix = sup(-neg)
+        stop = stop | (_dot(xdir, xdir - v) < eps)
+        lower = _dot(xdir, v)
         sep = jnp.where(get_dist, (lower > 0) & (lower >= cutoff * xn), lower > 0)
         sep = ~stop & sep
         go = ~stop & ~sep

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import collision_convex, math, mesh
+from hurtle.physics import collision_convex, hfield, math, mesh
 from hurtle.physics.dataclass import pytree_dataclass, static_field
 from hurtle.physics.types import Data, Model
 
@@ -45,6 +45,7 @@ class PairGroup:
     slot: np.ndarray = static_field()  # (k, ncon) contact slots of each pair
     mesh1: dict | None = static_field(default=None)  # mesh tables of geom1 per pair (hurtle.physics.mesh)
     mesh2: dict | None = static_field(default=None)
+    hfield: dict | None = static_field(default=None)  # height field tables (hurtle.physics.hfield)
 
 
 def _weld_parent(m: mujoco.MjModel, w: int) -> int:
@@ -91,8 +92,20 @@ def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
 
 
 def narrow(types: tuple, multiccd: bool) -> tuple | None:
-    """(function, contact slots per pair) of a geometry-type pair, or None when unsupported."""
+    """(function, contact slots per pair) of a geometry-type pair, or None when unsupported. A height
+    field pair's slots depend on its group (hurtle.physics.hfield.contacts_per_pair): None here."""
+    if types in hfield.PAIRS:
+        return _hfield_fn(types[1]), None
     return NARROW.get(types) or collision_convex.narrow_table(multiccd).get(types)
+
+
+_HFIELD_FNS: dict = {}
+
+
+def _hfield_fn(t2: int):
+    if t2 not in _HFIELD_FNS:
+        _HFIELD_FNS[t2] = hfield.make_hfield(t2)
+    return _HFIELD_FNS[t2]
 
 
 def _a(t: int) -> str:
@@ -139,19 +152,23 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
         if entry is None:
             why = " with multiccd on (disable it to collide them)" if t in collision_convex.SINGLE_CONTACT_PAIRS else ""
             raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle{why} yet")
-        if t in collision_convex.MARGIN_FREE_PAIRS and _pair_margin(m, g1, g2, ip) > 0:
+        if (t in collision_convex.MARGIN_FREE_PAIRS or t in hfield.PAIRS) and _pair_margin(m, g1, g2, ip) > 0:
             raise NotImplementedError(
                 f"{source}: collisions between {what} with a margin or gap are not supported by hurtle yet "
                 "(MuJoCo's EPA on a margin-rounded shape); set their margin and gap to 0"
             )
+        if t[0] == HFIELD:
+            hfield.check(m, g1, source, label(g1))
         groups.setdefault(t, []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
     out, dims, nslot = [], [], 0
     for t in sorted(groups):
         rows = groups[t]
-        n = narrow(t, multiccd)[1]
+        arr = np.array(rows, dtype=np.int32)
+        margins = [_pair_margin(m, g1, g2, ip) for g1, g2, ip, _ in rows]
+        hf = hfield.tables(m, arr[:, 0], arr[:, 1], margins) if t[0] == HFIELD else None
+        n = hfield.contacts_per_pair(hf) if hf else narrow(t, multiccd)[1]
         slot = nslot + np.arange(len(rows) * n).reshape(len(rows), n)
         nslot += slot.size
-        arr = np.array(rows, dtype=np.int32)
         dims += [c for *_, c in rows for _ in range(n)]
         meshes = [mesh.stack([mesh.geom_mesh(m, int(g)) for g in arr[:, i]]) if t[i] == MESH else None for i in (0, 1)]
         out.append(
@@ -164,6 +181,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
                 slot=slot,
                 mesh1=meshes[0],
                 mesh2=meshes[1],
+                hfield=hf,
             )
         )
     return tuple(out), np.array(dims, dtype=np.int32)

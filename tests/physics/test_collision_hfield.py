@@ -1,0 +1,124 @@
+"""Height fields against MuJoCo 4's contacts (mjc_ConvexHField): every geom type on a field with
+relief, the 50-contact cap, dm_control's quadruped on rough terrain, and the refusal of margins."""
+
+from __future__ import annotations
+
+import jax
+import mujoco
+import numpy as np
+import pytest
+
+import hurtle.physics as hp
+from tests.physics import parity as P
+from tests.physics.test_collision import _compare, _contacts, _matched, _scene, _tight
+
+ROWS, COLS = 9, 11
+_RELIEF = " ".join(f"{v:.4f}" for v in np.random.default_rng(0).uniform(0, 1, ROWS * COLS))
+_ON_FIELD = 'contype="2" conaffinity="1"'  # each body touches the field, not the others
+_MESH = "-.1 -.1 -.1 .1 -.1 -.1 -.1 .1 -.1 .1 .1 -.1 -.1 -.1 .1 .1 -.1 .1 -.1 .1 .1 .1 .1 .12"
+GEOMS = {
+    "sphere": 'type="sphere" size=".07"',
+    "capsule": 'type="capsule" size=".05 .1"',
+    "ellipsoid": 'type="ellipsoid" size=".12 .08 .06"',
+    "cylinder": 'type="cylinder" size=".08 .06"',
+    "box": 'type="box" size=".15 .1 .08"',
+    "mesh": 'type="mesh" mesh="wedge"',
+}
+
+
+def _field_scene(bodies: str, rows: int = ROWS, cols: int = COLS, relief: str = _RELIEF, size="1 .8 .3 .1"):
+    return f"""<mujoco><asset><hfield name="h" nrow="{rows}" ncol="{cols}" size="{size}" elevation="{relief}"/>
+      <mesh name="wedge" vertex="{_MESH}"/></asset>
+      <worldbody><geom name="field" type="hfield" hfield="h" pos=".1 .2 0" euler="3 5 10"/>{bodies}</worldbody></mujoco>"""
+
+
+def test_hfield_pairs_match_mujoco():
+    """Every geom type over a tilted field of random relief, at random poses, some hanging over its
+    edges. Spheres, capsules and ellipsoids: every contact is MuJoCo's. Boxes, meshes and cylinders:
+    the same contacts (prisms) in every pose, and the same depths and normals in most: MuJoCo's EPA
+    stops at the first repeated polytope vertex, where a rounding-level tie decides which one comes
+    first (hurtle.physics.hfield's docstring), so a contact can be another early approximation."""
+    bodies = "".join(f'<body><freejoint/><geom name="{k}" {v} {_ON_FIELD}/></body>' for k, v in GEOMS.items())
+    mm, model, md = _scene(_field_scene(bodies))
+    hf = {g.types[1]: g.hfield["window"] for g in model.collision}
+    assert hf[mujoco.mjtGeom.mjGEOM_SPHERE] == (2, 2) and hf[mujoco.mjtGeom.mjGEOM_BOX] == (3, 3), hf
+    rng = np.random.default_rng(1)
+    exact = {k: [0, 0] for k in GEOMS}
+    seen = 0
+    for trial in range(40):
+        for j in range(mm.njnt):
+            adr = mm.jnt_qposadr[j]
+            md.qpos[adr : adr + 3] = [rng.uniform(-1.15, 1.15), rng.uniform(-0.95, 0.95), rng.uniform(-0.05, 0.3)]
+            q = rng.standard_normal(4)
+            md.qpos[adr + 3 : adr + 7] = q / np.linalg.norm(q)
+        ours, ref = _compare(mm, model, md, trial)
+        np.testing.assert_array_equal(ours[:, :2], ref[:, :2])  # the same pairs, as many contacts each
+        for k in GEOMS:
+            g = mm.geom(k).id
+            mine, theirs = ours[ours[:, 1] == g], ref[ref[:, 1] == g]
+            if len(theirs):
+                seen += len(theirs)
+                exact[k][0] += bool(np.abs(mine[:, 2:] - theirs[:, 2:]).max() <= 1e-9)
+                exact[k][1] += 1
+    assert seen > 400, (seen, exact)
+    for k in ("sphere", "capsule", "ellipsoid"):
+        assert exact[k][0] == exact[k][1] >= 20, (k, exact)
+    for k in ("cylinder", "box", "mesh"):
+        assert exact[k][0] >= 0.75 * exact[k][1] and exact[k][1] >= 20, (k, exact)
+
+
+def test_hfield_keeps_mujocos_first_fifty_contacts():
+    """A big sphere pressed into a fine field touches far more than 50 prisms: MuJoCo keeps the
+    first 50 in row, column, triangle order, and so does hurtle (from a window of 512 prisms)."""
+    relief = " ".join(f"{v:.4f}" for v in np.random.default_rng(2).uniform(0.4, 0.6, 30 * 30))
+    mm, model, md = _scene(
+        _field_scene('<body><freejoint/><geom type="sphere" size=".5"/></body>', 30, 30, relief, "1 1 .1 .1")
+    )
+    (group,) = model.collision
+    assert group.hfield["window"] == (16, 16) and group.slot.shape == (1, 50)
+    for trial, (x, y) in enumerate([(0.1, 0.2), (0.5, -0.3), (-0.9, 0.8)]):
+        md.qpos[:7] = [x, y, 0.42, 1, 0, 0, 0]
+        ours, ref = _compare(mm, model, md, trial)
+        assert len(ref) == 50 or trial == 2, len(ref)
+        np.testing.assert_allclose(ours, ref, atol=1e-9)  # in the same order: the same first fifty
+
+
+def test_quadruped_on_rough_terrain_matches_mujoco():
+    """dm_control's quadruped on its 201 x 201 terrain, given relief (its file leaves it flat: dm_control
+    fills it in), walking on random controls: contacts and constrained dynamics are MuJoCo's. Only the
+    cells under each geom are collided (a 3 x 3 to 4 x 4 window of cells per pair)."""
+    root = P.asset_dir("dm_control")
+    if root is None:
+        pytest.skip("dm_control is not installed")
+    mm = _tight(mujoco.MjModel.from_xml_path(f"{root}/quadruped.xml"))
+    n = int(mm.hfield_nrow[0])
+    rng = np.random.default_rng(0)
+    y, x = np.mgrid[0:n, 0:n] / (n - 1)
+    waves = sum(np.sin(2 * np.pi * (a * x + b * y) + c) for a, b, c in rng.uniform([-20, -20, 0], [20, 20, 6], (6, 3)))
+    mm.hfield_data[:] = ((waves - waves.min()) / (waves.max() - waves.min())).ravel()
+    mm.hfield_size[0, 2] = 0.4
+    model = hp.from_mujoco(mm)
+    assert max(g.hfield["window"] for g in model.collision if g.hfield) == (4, 4)
+    forward = jax.jit(hp.forward)
+    md = mujoco.MjData(mm)
+    md.qvel[:] = rng.standard_normal(mm.nv) * 0.5
+    terrain, on_terrain = mm.geom("terrain").id, 0
+    for _ in range(3):
+        for _ in range(100):
+            md.ctrl[:] = rng.uniform(-1, 1, mm.nu)
+            mujoco.mj_step(mm, md)
+        mujoco.mj_forward(mm, md)
+        out = forward(model, hp.from_mjdata(model, md, mm))
+        ours, ref = _contacts(model, out, md)
+        assert ours.shape == ref.shape
+        np.testing.assert_array_equal(ours[:, :2], ref[:, :2])
+        assert _matched(ours, ref) <= 1e-9
+        assert P.rel_error(out.qacc, md.qacc) <= 1e-6
+        on_terrain += int(np.sum(ref[:, 0] == terrain))
+    assert on_terrain >= 10, on_terrain
+
+
+def test_hfield_with_a_margin_is_refused():
+    xml = _field_scene('<body><freejoint/><geom name="ball" type="sphere" size=".07" margin=".01"/></body>')
+    with pytest.raises(NotImplementedError, match="hfield and a sphere.*margin"):
+        hp.from_mujoco(mujoco.MjModel.from_xml_string(xml))

@@ -98,6 +98,23 @@ def _random_pose(mm, md, rng, lift_first: bool, near_parallel: bool = False):
         md.qpos[adr + 3 : adr + 7] = q / np.linalg.norm(q)
 
 
+def walk_and_compare(mm, model, md, forward, ctrl_rng=None):
+    """Three times: 100 MuJoCo steps (random controls from ctrl_rng, if given), then both engines'
+    forward at that state, asserting the same contacts; yields (our Data, MuJoCo's contact rows)."""
+    for _ in range(3):
+        for _ in range(100):
+            if ctrl_rng is not None:
+                md.ctrl[:] = ctrl_rng.uniform(-1, 1, mm.nu)
+            mujoco.mj_step(mm, md)
+        mujoco.mj_forward(mm, md)
+        out = forward(model, hp.from_mjdata(model, md, mm))
+        ours, ref = _contacts(model, out, md)
+        assert ours.shape == ref.shape
+        np.testing.assert_array_equal(ours[:, :2], ref[:, :2])
+        assert _matched(ours, ref) <= 1e-9
+        yield out, ref
+
+
 @pytest.mark.parametrize("path", _paths(), ids=os.path.basename)
 def test_contacts_and_dynamics_match_mujoco(path):
     mm = _tight(mujoco.MjModel.from_xml_path(path))
@@ -106,15 +123,7 @@ def test_contacts_and_dynamics_match_mujoco(path):
     md = mujoco.MjData(mm)
     md.qvel[:] = np.random.default_rng(0).standard_normal(mm.nv) * 0.5
     checked = 0
-    for _ in range(3):
-        for _ in range(100):
-            mujoco.mj_step(mm, md)
-        mujoco.mj_forward(mm, md)
-        out = forward(model, hp.from_mjdata(model, md, mm))
-        ours, ref = _contacts(model, out, md)
-        assert ours.shape == ref.shape
-        np.testing.assert_array_equal(ours[:, :2], ref[:, :2])
-        assert _matched(ours, ref) <= 1e-9
+    for out, ref in walk_and_compare(mm, model, md, forward):
         assert P.rel_error(out.qacc, md.qacc) <= TOL
         assert P.rel_error(out.qfrc_constraint, md.qfrc_constraint) <= TOL
         checked += len(ref)

@@ -10,7 +10,7 @@ import pytest
 
 import hurtle.physics as hp
 from tests.physics import parity as P
-from tests.physics.test_collision import _compare, _contacts, _matched, _scene, _tight
+from tests.physics.test_collision import _compare, _scene, _tight, walk_and_compare
 
 ROWS, COLS = 9, 11
 _RELIEF = " ".join(f"{v:.4f}" for v in np.random.default_rng(0).uniform(0, 1, ROWS * COLS))
@@ -103,16 +103,7 @@ def test_quadruped_on_rough_terrain_matches_mujoco():
     md = mujoco.MjData(mm)
     md.qvel[:] = rng.standard_normal(mm.nv) * 0.5
     terrain, on_terrain = mm.geom("terrain").id, 0
-    for _ in range(3):
-        for _ in range(100):
-            md.ctrl[:] = rng.uniform(-1, 1, mm.nu)
-            mujoco.mj_step(mm, md)
-        mujoco.mj_forward(mm, md)
-        out = forward(model, hp.from_mjdata(model, md, mm))
-        ours, ref = _contacts(model, out, md)
-        assert ours.shape == ref.shape
-        np.testing.assert_array_equal(ours[:, :2], ref[:, :2])
-        assert _matched(ours, ref) <= 1e-9
+    for out, ref in walk_and_compare(mm, model, md, forward, rng):
         assert P.rel_error(out.qacc, md.qacc) <= 1e-6
         on_terrain += int(np.sum(ref[:, 0] == terrain))
     assert on_terrain >= 10, on_terrain

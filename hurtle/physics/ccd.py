@@ -459,8 +459,11 @@ def polytope(sup, g):
 # --- EPA ---
 
 
-def epa(sup, g, iterations: int, tol, fixed: bool = True, discrete=False):
+def epa(sup, g, iterations: int, tol, fixed: bool = True, discrete=False, needed=True):
     """Penetration depth and witness points from GJK's simplex around the origin (MuJoCo's epa).
+
+    needed: False where the caller discards the result (GJK found no overlap): such a lane starts
+    done, so a batch in which no lane needs EPA runs none of its iterations.
 
     discrete (polytopes without a margin): converged at MuJoCo's floor tolerance, or when a support
     point repeats an earlier vertex's features (a height field prism has none: then the other shape's
@@ -498,7 +501,7 @@ def epa(sup, g, iterations: int, tol, fixed: bool = True, discrete=False):
         face=jnp.zeros(3, jnp.int32),
         face_v=jnp.zeros(3, dtype),
         face_d2=jnp.zeros((), dtype),
-        done=~ok,
+        done=~ok | ~needed,
     )
     ar = jnp.arange(nf, dtype=jnp.int32)
 
@@ -533,24 +536,28 @@ def epa(sup, g, iterations: int, tol, fixed: bool = True, discrete=False):
         horizon = visible[:, None] & edge_mat[b, a]
         nedges = jnp.sum(horizon).astype(jnp.int32)
         broken = grow & (nedges < 3)
-        full = grow & ~broken & (nedges > 6 * iterations - s["nattached"])
+        # the horizon is a cycle through the polytope's vertices: at most nv edges (more only on a
+        # broken polytope, where EPA stops as when its storage is full)
+        full = grow & ~broken & ((nedges > 6 * iterations - s["nattached"]) | (nedges > nv))
         attach = grow & ~broken & ~full
-        # new faces (w, a, b) in free slots, in order
+        # the horizon's edges in order, and the new faces (w, a, b) on them in the first free slots
         hf = horizon.reshape(-1)
-        rank = jnp.cumsum(hf, dtype=jnp.int32) - 1
+        rank = jnp.where(hf, jnp.cumsum(hf, dtype=jnp.int32) - 1, nv)
+        edge = jnp.zeros(nv, jnp.int32).at[rank].set(jnp.arange(hf.size, dtype=jnp.int32), mode="drop")
+        made_e = jnp.arange(nv, dtype=jnp.int32) < nedges
         free = ~keep
         frank = jnp.cumsum(free, dtype=jnp.int32) - 1
         slot_of_rank = jnp.full(nf, nf, jnp.int32).at[jnp.where(free, frank, nf)].set(ar, mode="drop")
-        target = jnp.where(hf, slot_of_rank[jnp.clip(rank, 0, nf - 1)], nf)
-        new = jnp.stack([jnp.broadcast_to(wi, hf.shape), a.reshape(-1), b.reshape(-1)], -1).astype(jnp.int32)
+        target = jnp.where(made_e, slot_of_rank[:nv], nf)
+        new = jnp.stack([jnp.broadcast_to(wi, (nv,)), a.reshape(-1)[edge], b.reshape(-1)[edge]], -1)
         verts = s["verts"].at[wi].set(w)
         nfv, nfd2 = jax.vmap(lambda t: _attach(verts, center, t[0], t[1], t[2]))(new)
-        zero_new = jnp.any(hf & (nfd2 == 0))
+        zero_new = jnp.any(made_e & (nfd2 == 0))
         inmap_new = (nfd2 >= lower2) & (nfd2 <= upper2)
         faces = s["faces"].at[target].set(new, mode="drop")
         fv = s["fv"].at[target].set(nfv, mode="drop")
         fd2 = s["fd2"].at[target].set(nfd2, mode="drop")
-        made = jnp.zeros(nf, bool).at[target].set(hf, mode="drop")
+        made = jnp.zeros(nf, bool).at[target].set(made_e, mode="drop")
         inmap = jnp.where(made, jnp.zeros(nf, bool).at[target].set(inmap_new, mode="drop"), s["inmap"])
         alive = keep | made
         bad = attach & zero_new
@@ -618,12 +625,13 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol, fixed: bool 
         both = jax.vmap(run)(jnp.array([True, False]), jnp.stack([zero, zero + (fm1 + fm2)]))
         deep_g, g = (jax.tree.map(lambda x, i=i: x[i], both) for i in (0, 1))
     penetrating = (deep_g["dist"] <= tol) & (deep_g["n"] > 1) & ~deep_g["separated"]
-    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol, fixed, discrete[0])
+    # EPA only where its result is used: a batch in which no lane needs it runs none of its iterations
+    shallow = jnp.zeros((), bool) if sup_core is None else (fm1 + fm2 > 0) & (g["dist"] > tol)
+    dist, x1, x2, found, face = epa(sup_full, deep_g, iterations, tol, fixed, discrete[0], penetrating & ~shallow)
     found = penetrating & found & (dist < 0)
     face["ok"] = found
     if sup_core is None:
         return dist, x1, x2, found, face
-    shallow = (fm1 + fm2 > 0) & (g["dist"] > tol)
     n = g["x2"] - g["x1"]
     n = n / _safe(_norm(n))
     y1 = g["x1"] + fm1 * n

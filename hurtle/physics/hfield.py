@@ -10,6 +10,11 @@ fixed size chosen when the model is built: the most columns and rows a geom of t
 radius can span. Cells of the window outside MuJoCo's sub-grid are masked, as are MuJoCo's early
 exits (the bounding-sphere and bounding-box tests, prisms lying wholly below the geom); the grid
 itself is never touched outside the window, so a 201 x 201 field costs what a 3 x 3 one does.
+Of the window's prisms only candidates go through the collider: those MuJoCo would collide that the
+geom is not wholly above (beyond the plane of the prism's top face by more than the margin, a proof
+of no contact), gathered CHUNK at a time in a loop that runs as many chunks as the world with the
+most candidates needs (a geom resting on a field has a handful); with `solver_mode="fixed"`
+(reverse-mode gradients) every prism of the window is collided instead.
 
 A margin inflates both the prism and the geom by half of it, widens the sub-grid by it, and the
 contact distance is the collider's plus the margin, as in MuJoCo 4. Pairs with a margin are refused
@@ -143,6 +148,30 @@ def _prisms(hf: dict, field, ncol, base, cmin, rmin, dtype):
     return prisms, cell_c, cell_r
 
 
+CHUNK = 8  # prisms collided at once: a geom resting on a field is seldom near more
+
+
+def _on_candidates(fn, prisms, candidate):
+    """fn (a prism -> arrays) on the candidate prisms only, CHUNK at a time (candidates first, in
+    order; a loop over chunks that in a vmapped batch of worlds runs the most any world needs), the
+    results put back in place; zeros for the other prisms."""
+    s = prisms.shape[0]
+    k = min(CHUNK, s)
+    order = jnp.argsort(~candidate, stable=True).astype(jnp.int32)
+    order = jnp.concatenate([order, jnp.full(k, s - 1, jnp.int32)])  # padding past the last chunk
+    count = jnp.sum(candidate, dtype=jnp.int32)
+    acc = jax.tree.map(lambda x: jnp.zeros((s,) + x.shape, x.dtype), jax.eval_shape(fn, prisms[0]))
+
+    def body(c):
+        b, acc = c
+        sel = jax.lax.dynamic_slice(order, (b * k,), (k,))
+        dest = jnp.where(b * k + jnp.arange(k, dtype=jnp.int32) < count, sel, s)
+        out = jax.vmap(fn)(prisms[sel])
+        return b + 1, jax.tree.map(lambda a, o: a.at[dest].set(o, mode="drop"), acc, out)
+
+    return jax.lax.while_loop(lambda c: c[0] * k < count, body, (jnp.zeros((), jnp.int32), acc))[1]
+
+
 def make_hfield(t2: int):
     """The narrow-phase function of a height field against a geom of type t2 (mjc_ConvexHField)."""
 
@@ -198,7 +227,10 @@ def make_hfield(t2: int):
             discrete = (jnp.asarray(t2 in (BOX, MESH)) & (margin == 0), jnp.asarray(False))
             half = 0.5 * margin
 
-            def collide(prism):
+            it = m.opt.ccd_iterations
+
+            def shapes(prism):
+                """The prism's and the geom's supports (full, core) and the prism's centre."""
                 center = (prism[0] + prism[1] + prism[2] + prism[3] + prism[4] + prism[5]) * (1.0 / 6.0)
 
                 def sup(d):
@@ -207,20 +239,33 @@ def make_hfield(t2: int):
                     ix = jnp.stack([jnp.int32(-1), collision_convex.feature(t2, lmat, size2, -d)])
                     return p1 - p2, p1, p2, ix
 
-                sup_core, fm2 = None, zero
+                sup_core = None
                 if t2 in (SPHERE, CAPSULE):  # collided as its core, the prism keeping its margin
-                    fm2 = size2[0] + half
 
                     def sup_core(d):
                         p1 = prism_support(prism, d) + d * half
                         p2 = collision_convex.core_support(t2, lpos, lmat, size2, -d)
                         return p1 - p2, p1, p2
 
-                it = m.opt.ccd_iterations
+                return sup, sup_core, center
+
+            fm2 = size2[0] + half if t2 in (SPHERE, CAPSULE) else zero
+
+            def collide(prism):
+                sup, sup_core, center = shapes(prism)
                 dist, x1, x2, hit, _ = ccd.ccd(sup, sup_core, zero, fm2, center, lpos, it, tol, fixed, discrete)
                 return margin + dist, 0.5 * (x1 + x2), math.normalize(x1 - x2), hit
 
-            dist, lp, ln, hit = jax.vmap(collide)(prisms)
+            if fixed:  # every prism (reverse-differentiable: no loop of data-dependent length)
+                dist, lp, ln, hit = jax.vmap(collide)(prisms)
+            else:  # only prisms the geom may touch: not wholly beyond the plane of their top face
+                top = prisms[:, 3:]
+                up = jnp.cross(top[:, 1] - top[:, 0], top[:, 2] - top[:, 0])
+                up = up * jnp.sign(up[:, 2:]) / jnp.linalg.norm(up, axis=-1, keepdims=True)
+                low = jax.vmap(lambda u: sup2(-u, zero))(up)
+                below = jnp.all(top[:, :, 2] >= -size[3], -1)  # the prism's base below its top
+                apart = below & (jnp.sum(up * (low - top[:, 0]), -1) > margin + tol)
+                dist, lp, ln, hit = _on_candidates(collide, prisms, live & ~apart)
             hit = hit & live
             pos = lp @ mat1.T + pos1
             normal = ln @ mat1.T

@@ -282,7 +282,9 @@ CONVEX_TOL = 1e-4  # the issue's bound for pairs on MuJoCo's convex path (its cc
 
 
 @pytest.mark.parametrize("margin", [0.0, 0.01], ids=["no-margin", "margin"])
-@pytest.mark.parametrize("pair", [("capsule", "cylinder"), ("cylinder", "cylinder")], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.mark.parametrize(
+    "pair", [("capsule", "cylinder"), ("cylinder", "cylinder"), ("cylinder", "box")], ids=lambda p: f"{p[0]}-{p[1]}"
+)
 def test_convex_pairs_match_mujoco_at_random_poses(pair, margin):
     """MuJoCo 4's native CCD (GJK, EPA) pairs, multiccd off: shallow (GJK) and deep (EPA) contacts.
 

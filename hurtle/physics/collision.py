@@ -46,6 +46,9 @@ class PairGroup:
     mesh1: dict | None = static_field(default=None)  # mesh tables of geom1 per pair (hurtle.physics.mesh)
     mesh2: dict | None = static_field(default=None)
     hfield: dict | None = static_field(default=None)  # height field tables (hurtle.physics.hfield)
+    # whether a pair of the group has a margin or gap: MuJoCo 4's convex collider then runs GJK on the
+    # bare shapes first (the margin added after) and inflates them only for a deep contact
+    margin: bool = static_field(default=False)
 
 
 def _weld_parent(m: mujoco.MjModel, w: int) -> int:
@@ -152,11 +155,6 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
         if entry is None:
             why = " with multiccd on (disable it to collide them)" if t in collision_convex.SINGLE_CONTACT_PAIRS else ""
             raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle{why} yet")
-        if (t in collision_convex.MARGIN_FREE_PAIRS or t in hfield.PAIRS) and _pair_margin(m, g1, g2, ip) > 0:
-            raise NotImplementedError(
-                f"{source}: collisions between {what} with a margin or gap are not supported by hurtle yet "
-                "(MuJoCo's EPA on a margin-rounded shape); set their margin and gap to 0"
-            )
         if t[0] == HFIELD:
             hfield.check(m, g1, source, label(g1))
         groups.setdefault(t, []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
@@ -182,6 +180,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
                 mesh1=meshes[0],
                 mesh2=meshes[1],
                 hfield=hf,
+                margin=bool(any(mg > 0 for mg in margins)),
             )
         )
     return tuple(out), np.array(dims, dtype=np.int32)

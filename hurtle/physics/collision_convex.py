@@ -7,7 +7,7 @@ difference of the two shapes' support functions, which this module defines for e
 segment), and in MuJoCo 4 so is a margin on a pair with faces or edges.
 
 Registered: plane-ellipsoid (mjc_PlaneConvex, exact; plane-mesh is `hurtle.physics.mesh`) and the
-pairs of CONVEX_PAIRS, MARGIN_FREE_PAIRS and SINGLE_CONTACT_PAIRS, with MuJoCo 4's multi-contact
+pairs of CONVEX_PAIRS and SINGLE_CONTACT_PAIRS, with MuJoCo 4's multi-contact
 search (`hurtle.physics.multiccd`) where multiccd is on. A mesh's "size" is its table dict
 (`hurtle.physics.mesh.geom_mesh`, per pair).
 """
@@ -101,17 +101,32 @@ def has_features(t1: int, t2: int) -> bool:
 
 
 def penetration(
-    t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, iterations: int, tol, multi: bool = False, fixed: bool = True
+    t1,
+    t2,
+    pos1,
+    mat1,
+    size1,
+    pos2,
+    mat2,
+    size2,
+    margin,
+    iterations: int,
+    tol,
+    multi: bool = False,
+    fixed: bool = True,
+    bare_first: bool = False,
 ):
     """Contacts of two convex geoms per pair (mjc_penetration with native CCD): (dist, pos, normal,
     found), each with a trailing axis of contact slots: one, or with `multi` MuJoCo 4's multi-contact
     search (multiccd) on pairs with faces or edges, multiccd.contacts_per_pair.
 
-    A sphere or capsule is first collided as its core (a point or a segment) and so, in MuJoCo 4, is a
-    pair with faces or edges that has a margin: GJK on the un-inflated shapes, the margin added after.
+    A sphere or capsule is first collided as its core (a point or a segment), and in MuJoCo 4 every
+    pair with a margin is first collided bare (`bare_first`, and always for pairs with faces or edges):
+    GJK on the un-inflated shapes, the margin added after; only a deeper contact runs GJK and EPA on
+    the inflated shapes.
     """
-    shrink = has_features(t1, t2)
-    multi = multi and shrink
+    shrink = has_features(t1, t2) or bare_first
+    multi = multi and has_features(t1, t2)
 
     def one(pos1, mat1, size1, pos2, mat2, size2, margin, tol):
 
@@ -172,7 +187,7 @@ def make_convex(t1: int, t2: int, multi: bool):
         # (reverse-differentiable) mode, where they run all their iterations
         fixed = m.opt.solver_mode == "fixed"
         dist, pos, normal, hit = penetration(
-            t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, it, tol, multi, fixed
+            t1, t2, pos1, mat1, size1, pos2, mat2, size2, margin, it, tol, multi, fixed, g.margin
         )
         return dist, pos, normal, jnp.zeros_like(pos), hit
 
@@ -197,16 +212,12 @@ def plane_convex(t2: int):
 # (multiccd.multicontact): equal to MuJoCo's within 1e-4 (most to 1e-13; up to 4e-5 where GJK stops at
 # its tolerance after a differently rounded path on a curved side). Measured in the tests and the
 # notes of issue #4.
-CONVEX_PAIRS = [(CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CAPSULE, MESH), (BOX, MESH), (MESH, MESH)]
-# Registered with multiccd off only: with it on, a cylinder's cap (a regular 16-gon) clipped inside a
-# flat face makes MuJoCo's largest-quadrilateral search tie to rounding, and 10 in 100 poses of a
-# cylinder standing on a mesh box (13 in 100 on a box) get another quadrilateral than MuJoCo's; in
-# 3 of those 13 MuJoCo's quadrilateral is 4% larger, not a tie (not explained yet).
-SINGLE_CONTACT_PAIRS = [(CYLINDER, BOX), (CYLINDER, MESH)]
-# Registered for pairs without a margin (refused at load otherwise): equal to 1e-13 without one, but
-# on a margin-rounded shape MuJoCo's EPA ends its 35 unconverged iterations elsewhere for deep
-# contacts (up to 3e-2 apart for ellipsoids, 1e-1 in the normal for a sphere deep in a mesh).
-MARGIN_FREE_PAIRS = [
+CONVEX_PAIRS = [
+    (CAPSULE, CYLINDER),
+    (CYLINDER, CYLINDER),
+    (CAPSULE, MESH),
+    (BOX, MESH),
+    (MESH, MESH),
     (SPHERE, ELLIPSOID),
     (CAPSULE, ELLIPSOID),
     (ELLIPSOID, ELLIPSOID),
@@ -215,13 +226,18 @@ MARGIN_FREE_PAIRS = [
     (SPHERE, MESH),
     (ELLIPSOID, MESH),
 ]
+# Registered with multiccd off only: with it on, a cylinder's cap (a regular 16-gon) clipped inside a
+# flat face makes MuJoCo's largest-quadrilateral search tie to rounding, and 10 in 100 poses of a
+# cylinder standing on a mesh box (13 in 100 on a box) get another quadrilateral than MuJoCo's; in
+# 3 of those 13 MuJoCo's quadrilateral is 4% larger, not a tie (not explained yet).
+SINGLE_CONTACT_PAIRS = [(CYLINDER, BOX), (CYLINDER, MESH)]
 
 
 @functools.cache
 def narrow_table(multi: bool) -> dict:
     """(type1, type2) -> (function, slots) of the registered convex pairs, for a multiccd setting."""
     table = {(PLANE, ELLIPSOID): (plane_convex(ELLIPSOID), 1)}
-    for t in CONVEX_PAIRS + MARGIN_FREE_PAIRS + ([] if multi else SINGLE_CONTACT_PAIRS):
+    for t in CONVEX_PAIRS + ([] if multi else SINGLE_CONTACT_PAIRS):
         search = multi and has_features(*t)
         table[t] = (make_convex(*t, search), multiccd.contacts_per_pair(*t) if search else 1)
     return table

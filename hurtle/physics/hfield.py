@@ -16,10 +16,11 @@ of no contact), gathered CHUNK at a time in a loop that runs as many chunks as t
 most candidates needs (a geom resting on a field has a handful); with `solver_mode="fixed"`
 (reverse-mode gradients) every prism of the window is collided instead.
 
-A margin inflates both the prism and the geom by half of it, widens the sub-grid by it, and the
-contact distance is the collider's plus the margin, as in MuJoCo 4. Pairs with a margin are refused
-when the model is built all the same (`collision.build_groups`): a margin-rounded prism is a smooth
-shape, on which MuJoCo's EPA ends its 35 iterations unconverged, up to 3e-3 from where hurtle's ends.
+A margin widens the sub-grid by it and, as in MuJoCo 4, the prism and the geom are first collided
+bare (a sphere or capsule as its core), the margin (and the radius) taken off the distance after;
+only a contact deeper than that runs GJK and EPA on the shapes inflated by half the margin each.
+With a margin, spheres, capsules, boxes and meshes match MuJoCo to 1e-12; ellipsoids and cylinders
+to GJK's tolerance on their curved sides (3e-5 at worst, most to 1e-12).
 
 Without a margin every contact is MuJoCo's to 1e-12 for spheres, capsules and ellipsoids. For boxes
 and meshes MuJoCo's EPA runs in its discrete mode and stops at the first support point that repeats
@@ -41,6 +42,7 @@ import numpy as np
 from hurtle.physics import ccd, collision_convex, math
 
 HFIELD, SPHERE, CAPSULE, BOX, MESH = 1, 2, 3, 6, 7
+CORES = (SPHERE, CAPSULE)
 MAXCONPAIR = 50  # mjMAXCONPAIR: contacts one height field pair keeps
 # the prisms of a cell (column c, row r), as MuJoCo builds them: (column, row) offsets of the
 # triangle's three vertices, for its two triangles
@@ -224,8 +226,10 @@ def make_hfield(t2: int):
             rmax = jnp.minimum(nrow - 1, cells(jnp.ceil(fy(ymax + margin)), nrow))
             prisms, cell_c, cell_r = _prisms(hf, field, ncol, size[3], cmin, rmin, dtype)
             live = near & (cell_c <= cmax) & (cell_r < rmax) & ~jnp.all(prisms[:, 3:, 2] < zmin, -1)
-            discrete = (jnp.asarray(t2 in (BOX, MESH)) & (margin == 0), jnp.asarray(False))
+            polytope = jnp.asarray(t2 in (BOX, MESH))
+            discrete = (polytope & (margin == 0), polytope)
             half = 0.5 * margin
+            shrink = g.margin  # MuJoCo 4: GJK on the bare shapes first, the margin added after
 
             it = m.opt.ccd_iterations
 
@@ -240,20 +244,25 @@ def make_hfield(t2: int):
                     return p1 - p2, p1, p2, ix
 
                 sup_core = None
-                if t2 in (SPHERE, CAPSULE):  # collided as its core, the prism keeping its margin
+                if t2 in CORES or shrink:  # the bare prism against the geom's core (or bare geom)
 
                     def sup_core(d):
-                        p1 = prism_support(prism, d) + d * half
-                        p2 = collision_convex.core_support(t2, lpos, lmat, size2, -d)
-                        return p1 - p2, p1, p2
+                        p1 = prism_support(prism, d)
+                        if t2 in CORES:
+                            p2 = collision_convex.core_support(t2, lpos, lmat, size2, -d)
+                        else:
+                            p2 = sup2(-d, zero)
+                        ix = jnp.stack([jnp.int32(-1), collision_convex.feature(t2, lmat, size2, -d)])
+                        return p1 - p2, p1, p2, ix
 
                 return sup, sup_core, center
 
-            fm2 = size2[0] + half if t2 in (SPHERE, CAPSULE) else zero
+            fm1 = half if t2 in CORES or shrink else zero
+            fm2 = size2[0] + half if t2 in CORES else (half if shrink else zero)
 
             def collide(prism):
                 sup, sup_core, center = shapes(prism)
-                dist, x1, x2, hit, _ = ccd.ccd(sup, sup_core, zero, fm2, center, lpos, it, tol, fixed, discrete)
+                dist, x1, x2, hit, _ = ccd.ccd(sup, sup_core, fm1, fm2, center, lpos, it, tol, fixed, discrete)
                 return margin + dist, 0.5 * (x1 + x2), math.normalize(x1 - x2), hit
 
             if fixed:  # every prism (reverse-differentiable: no loop of data-dependent length)

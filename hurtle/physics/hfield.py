@@ -14,7 +14,10 @@ Of the window's prisms only candidates go through the collider: those MuJoCo wou
 geom is not wholly above (beyond the plane of the prism's top face by more than the margin, a proof
 of no contact), gathered CHUNK at a time in a loop that runs as many chunks as the world with the
 most candidates needs (a geom resting on a field has a handful); with `solver_mode="fixed"`
-(reverse-mode gradients) every prism of the window is collided instead.
+(reverse-mode gradients) every prism of the window is collided instead. For a sphere the first,
+bare pass (its centre against the prism) is computed in closed form for every prism (`point_prism`:
+exact, as GJK is on a polytope), and only prisms it finds the centre within the tolerance of go
+through GJK and EPA.
 
 A margin widens the sub-grid by it and, as in MuJoCo 4, the prism and the geom are first collided
 bare (a sphere or capsule as its core), the margin (and the radius) taken off the distance after;
@@ -150,6 +153,50 @@ def _prisms(hf: dict, field, ncol, base, cmin, rmin, dtype):
     return prisms, cell_c, cell_r
 
 
+def _closest_on_triangle(a, b, c, p):
+    """The point of triangle (a, b, c) closest to p: p's projection on the plane where that falls
+    inside, else the closest of the three edges' closest points (branch-free)."""
+    n = jnp.cross(b - a, c - a)
+    nn = jnp.dot(n, n)
+    q = p - n * (jnp.dot(p - a, n) / jnp.where(nn > 0, nn, 1.0))
+    inside = (
+        (nn > 0)
+        & (jnp.dot(jnp.cross(b - a, q - a), n) >= 0)
+        & (jnp.dot(jnp.cross(c - b, q - b), n) >= 0)
+        & (jnp.dot(jnp.cross(a - c, q - c), n) >= 0)
+    )
+
+    def on_edge(u, v):
+        e = v - u
+        t = jnp.clip(jnp.dot(p - u, e) / jnp.maximum(jnp.dot(e, e), 1e-30), 0.0, 1.0)
+        return u + t * e
+
+    edges = jnp.stack([on_edge(a, b), on_edge(b, c), on_edge(c, a)])
+    best = edges[jnp.argmin(jnp.sum((edges - p) ** 2, -1))]
+    return jnp.where(inside, q, best)
+
+
+# a prism's faces as triangles over its vertices (bottom 0-2, top 3-5): the two ends and two per side
+_PRISM_TRIS = np.array([[0, 1, 2], [3, 4, 5], [0, 1, 4], [0, 4, 3], [1, 2, 5], [1, 5, 4], [2, 0, 3], [2, 3, 5]])
+
+
+def point_prism(prism, p):
+    """A point's distance to a prism and the prism's closest point (0 and p itself when p is inside):
+    what GJK finds for a sphere's centre against a bare prism (a polytope: GJK ends at the exact
+    closest point)."""
+    tris = prism[_PRISM_TRIS]
+    pts = jax.vmap(_closest_on_triangle, (0, 0, 0, None))(tris[:, 0], tris[:, 1], tris[:, 2], p)
+    d2 = jnp.sum((pts - p) ** 2, -1)
+    x = pts[jnp.argmin(d2)]
+    center = jnp.mean(prism, 0)
+    # inside: on the inner side of every face (each face's normal oriented away from the centre)
+    n = jnp.cross(tris[:, 1] - tris[:, 0], tris[:, 2] - tris[:, 0])
+    n = n * jnp.where(jnp.sum(n * (tris[:, 0] - center), -1) < 0, -1.0, 1.0)[:, None]
+    inside = jnp.all(jnp.sum(n * (p - tris[:, 0]), -1) <= 0)
+    dist = jnp.sqrt(jnp.min(d2))
+    return jnp.where(inside, 0.0, dist), jnp.where(inside, p, x)
+
+
 CHUNK = 8  # prisms collided at once: a geom resting on a field is seldom near more
 
 
@@ -274,7 +321,19 @@ def make_hfield(t2: int):
                 low = jax.vmap(lambda u: sup2(-u, zero))(up)
                 below = jnp.all(top[:, :, 2] >= -size[3], -1)  # the prism's base below its top
                 apart = below & (jnp.sum(up * (low - top[:, 0]), -1) > margin + tol)
-                dist, lp, ln, hit = _on_candidates(collide, prisms, live & ~apart)
+                if t2 == SPHERE:  # the bare-first pass in closed form; GJK and EPA for deep contacts only
+                    cd, cx = jax.vmap(point_prism, (0, None))(prisms, lpos)
+                    shallow = cd > tol
+                    nrm = (lpos - cx) / jnp.where(shallow, cd, 1.0)[:, None]
+                    y1, y2 = cx + fm1 * nrm, lpos - fm2 * nrm
+                    sdist = cd - (fm1 + fm2)
+                    dist, lp, ln, hit = _on_candidates(collide, prisms, live & ~apart & ~shallow)
+                    dist = jnp.where(shallow, margin + sdist, dist)
+                    lp = jnp.where(shallow[:, None], 0.5 * (y1 + y2), lp)
+                    ln = jnp.where(shallow[:, None], jax.vmap(math.normalize)(y1 - y2), ln)
+                    hit = jnp.where(shallow, sdist < 0, hit)
+                else:
+                    dist, lp, ln, hit = _on_candidates(collide, prisms, live & ~apart)
             hit = hit & live
             pos = lp @ mat1.T + pos1
             normal = ln @ mat1.T

@@ -14,7 +14,7 @@ Of the window's prisms only candidates go through the collider: those MuJoCo wou
 geom is not wholly above (beyond the plane of the prism's top face by more than the margin, a proof
 of no contact), gathered CHUNK at a time in a loop that runs as many chunks as the world with the
 most candidates needs (a geom resting on a field has a handful); with `solver_mode="fixed"`
-(reverse-mode gradients) every prism of the window is collided instead. For a sphere the first,
+(reverse-mode gradients) every prism of the window is collided instead. Otherwise, for a sphere the first,
 bare pass (its centre against the prism) is computed in closed form for every prism (`point_prism`:
 exact, as GJK is on a polytope), and only prisms it finds the centre within the tolerance of go
 through GJK and EPA.

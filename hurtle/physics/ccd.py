@@ -602,6 +602,15 @@ def _simplex_face(g):
     return dict(idx=g["wi"][tri], p1=g["w1"][tri], p2=g["w2"][tri])
 
 
+def restore_radii(dist, x1, x2, fm1, fm2):
+    """A contact between cores (or bare shapes) `dist` apart at x1, x2 as one between the full shapes:
+    the radii (and half-margins) fm1, fm2 each core lost taken off the distance and put back on the
+    witness points along the line between them."""
+    n = x2 - x1
+    n = n / _safe(_norm(n))
+    return dist - (fm1 + fm2), x1 + fm1 * n, x2 - fm2 * n
+
+
 def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol, fixed: bool = True, discrete=(False, False)):
     """mjc_ccd for one pair: (dist, x1, x2, found, face) with dist < 0 for a contact.
 
@@ -632,11 +641,7 @@ def ccd(sup_full, sup_core, fm1, fm2, c1, c2, iterations: int, tol, fixed: bool 
     face["ok"] = found
     if sup_core is None:
         return dist, x1, x2, found, face
-    n = g["x2"] - g["x1"]
-    n = n / _safe(_norm(n))
-    y1 = g["x1"] + fm1 * n
-    y2 = g["x2"] - fm2 * n
-    sdist = g["dist"] - (fm1 + fm2)
+    sdist, y1, y2 = restore_radii(g["dist"], g["x1"], g["x2"], fm1, fm2)
     sfound = (g["dist"] < _big(sdist.dtype)) & (sdist < 0)
     pick = lambda a, b: jnp.where(shallow, a, b)  # noqa: E731
     sface = _simplex_face(g)

@@ -324,9 +324,7 @@ def make_hfield(t2: int):
                 if t2 == SPHERE:  # the bare-first pass in closed form; GJK and EPA for deep contacts only
                     cd, cx = jax.vmap(point_prism, (0, None))(prisms, lpos)
                     shallow = cd > tol
-                    nrm = (lpos - cx) / jnp.where(shallow, cd, 1.0)[:, None]
-                    y1, y2 = cx + fm1 * nrm, lpos - fm2 * nrm
-                    sdist = cd - (fm1 + fm2)
+                    sdist, y1, y2 = jax.vmap(ccd.restore_radii, (0, 0, None, None, None))(cd, cx, lpos, fm1, fm2)
                     dist, lp, ln, hit = _on_candidates(collide, prisms, live & ~apart & ~shallow)
                     dist = jnp.where(shallow, margin + sdist, dist)
                     lp = jnp.where(shallow[:, None], 0.5 * (y1 + y2), lp)

@@ -180,43 +180,58 @@ def _eval(ctx: _Ctx, qacc: jax.Array):
 
 
 def _line_derivs(ctx: _Ctx, qacc, p, Mp, Jp, alpha):
-    """First and second derivative of the cost along qacc + alpha p."""
+    """First and second derivative of the cost along qacc + alpha p, and the rows' states there."""
     Ma = math.matmul(ctx.M, qacc) + alpha * Mp
     jar = math.matmul(ctx.J, qacc) - ctx.aref + alpha * Jp
-    force, _, _, hw, blocks = row_update(ctx.rows, jar)
+    force, state, _, hw, blocks = row_update(ctx.rows, jar)
     g = jnp.dot(p, Ma - ctx.qfrc_smooth) - jnp.dot(force, Jp)
     h = jnp.dot(p, Mp) + jnp.dot(hw, Jp * Jp)
     for idx, hb in blocks:
         jpc = Jp[idx]
         h = h + jnp.sum(jpc * jnp.einsum("kij,kj->ki", hb, jpc))
-    return g, h
+    return g, h, state
 
 
 def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
-    """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton."""
+    """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton.
+
+    Stops when the derivative is within `gtol` (MuJoCo's test), or when a Newton step landed on the piece
+    it was taken on: every row in the same state as at the previous point and no elliptic cone in its
+    (non-quadratic) middle zone. The cost is then one quadratic between the two points and the step is
+    its exact minimiser. In float64 the derivative there is at rounding level and MuJoCo's test stops at
+    the same point; in float32 the rounding of the derivative (relative 1e-7 of terms that can be 1e7)
+    can lie far above `gtol`, and without this test the search idles to `max_iter` (under vmap, the whole
+    batch with it).
+    """
     Mp = math.matmul(ctx.M, p)
     Jp = math.matmul(ctx.J, p)
-    g0, h0 = _line_derivs(ctx, qacc, p, Mp, Jp, 0.0)
+    g0, h0, state0 = _line_derivs(ctx, qacc, p, Mp, Jp, 0.0)
     alpha0 = jnp.where(g0 < 0, -g0 / jnp.maximum(h0, math.MINVAL), 0.0)
 
     def step(carry):
-        alpha, lo, hi, _, it = carry
-        g, h = _line_derivs(ctx, qacc, p, Mp, Jp, alpha)
+        alpha, lo, hi, was_done, it, prev_state, newton = carry
+        g, h, state = _line_derivs(ctx, qacc, p, Mp, Jp, alpha)
         lo = jnp.where(g < 0, alpha, lo)
         hi = jnp.where(g >= 0, alpha, hi)
         nxt = alpha - g / jnp.maximum(h, math.MINVAL)
         inside = (nxt > lo) & (nxt < hi)
         bisect = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
         nxt = jnp.where(inside, nxt, bisect)
-        done = jnp.abs(g) <= gtol
-        return jnp.where(done, alpha, nxt), lo, hi, done, it + 1
+        exact = newton & jnp.all(state == prev_state) & ~jnp.any(state == CONE)
+        done = was_done | (jnp.abs(g) <= gtol) | exact | (nxt == alpha)  # (was_done: fixed mode's later steps)
+        return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
 
-    init = (alpha0, jnp.zeros_like(alpha0), jnp.full_like(alpha0, jnp.inf), g0 >= 0, 0)
+    # alpha0 is a Newton step from 0 (when g0 < 0)
+    init = (alpha0, jnp.zeros_like(alpha0), jnp.full_like(alpha0, jnp.inf), g0 >= 0, 0, state0, h0 > math.MINVAL)
     if fixed:
         carry = jax.lax.fori_loop(0, LS_FIXED_STEPS, lambda _, c: step(c), init)
     else:
         carry = jax.lax.while_loop(lambda c: ~c[3] & (c[4] < max_iter), step, init)
-    return jnp.where(g0 < 0, carry[0], 0.0)
+    return jnp.where(g0 < 0, carry[0], 0.0), carry[4]
+
+
+def _context(m: Model, d: Data) -> _Ctx:
+    return _Ctx(d.qM, d.efc_J, d.efc_aref, d.qfrc_smooth, d.qacc_smooth, _rows(m, d))
 
 
 class _State(NamedTuple):
@@ -236,7 +251,7 @@ def solve(m: Model, d: Data) -> Data:
     if m.efc.nefc == 0:
         return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
     with jax.named_scope("solve"):
-        ctx = _Ctx(d.qM, d.efc_J, d.efc_aref, d.qfrc_smooth, d.qacc_smooth, _rows(m, d))
+        ctx = _context(m, d)
         newton = m.opt.solver != SOL_CG  # PGS is solved with Newton: same optimum
         fixed = m.opt.solver_mode == "fixed"
         scale = 1.0 / (m.stat_meaninertia * max(1, m.nv))
@@ -269,7 +284,8 @@ def solve(m: Model, d: Data) -> Data:
         init = _State(qacc, force, cost, grad, -mgrad, mgrad, state, jnp.zeros((), jnp.int32), done0)
 
         def iterate(s: _State) -> _State:
-            alpha = _line_search(ctx, s.qacc, s.search, gtol_ls * math.safe_norm(s.search), m.opt.ls_iterations, fixed)
+            gtol = gtol_ls * math.safe_norm(s.search)
+            alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed)
             qacc = s.qacc + alpha * s.search
             cost, grad, force, state, hw = _eval(ctx, qacc)
             mgrad = precondition(grad, hw)

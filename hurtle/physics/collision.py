@@ -153,8 +153,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
         label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
         what = f"{_a(t[0])} and {_a(t[1])} ({label(g1)}, {label(g2)})"
         if entry is None:
-            why = " with multiccd on (disable it to collide them)" if t in collision_convex.SINGLE_CONTACT_PAIRS else ""
-            raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle{why} yet")
+            raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle yet")
         if t[0] == HFIELD:
             hfield.check(m, g1, source, label(g1))
         groups.setdefault(t, []).append((g1, g2, ip, _condim(m, g1, g2, ip)))

@@ -4,7 +4,6 @@ MuJoCo's multi-contact search), and the ellipsoid pairs."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from tests.physics.test_collision import CONVEX_TOL, _compare, _matched, _quat, _random_pose, _scene
 
@@ -113,19 +112,56 @@ def test_ellipsoid_pairs_match_mujoco():
     assert touched >= set(range(6)), touched
 
 
-@pytest.mark.parametrize(
-    "geoms, match",
-    [
-        ('type="cylinder" size=".05 .05"', "cylinder and a mesh .*multiccd"),
-    ],
-    ids=["cylinder-mesh-multiccd"],
-)
-def test_mesh_pairs_refused_where_they_differ(geoms, match):
-    import hurtle.physics as hp
+def _quad_area(pts, normal):
+    """Area of a convex polygon given by its vertices in any order, seen along `normal`."""
+    c = pts.mean(0)
+    u = np.cross(normal, [1.0, 0, 0] if abs(normal[0]) < 0.9 else [0, 1.0, 0])
+    u /= np.linalg.norm(u)
+    v = np.cross(normal, u)
+    xy = np.stack([(pts - c) @ u, (pts - c) @ v], 1)
+    xy = xy[np.argsort(np.arctan2(xy[:, 1], xy[:, 0]))]
+    return 0.5 * abs(np.sum(xy[:, 0] * np.roll(xy[:, 1], -1) - np.roll(xy[:, 0], -1) * xy[:, 1]))
 
-    xml = f"""<mujoco>{ASSETS}<worldbody><body><freejoint/><geom {geoms}/></body>
-      <body><freejoint/><geom type="mesh" mesh="blob"/></body></worldbody></mujoco>"""
-    with pytest.raises(NotImplementedError, match=match):
-        hp.load(xml)
-    if "cylinder" in geoms:  # one contact with multiccd off
-        hp.load(xml.replace("<worldbody>", '<option><flag multiccd="disable"/></option><worldbody>'))
+
+def test_cylinder_on_faces_multiccd():
+    """Cylinder-box and cylinder-mesh with multiccd on (MuJoCo 4's default): a cylinder standing on its
+    either cap on a box and on a box-shaped mesh (a clipped 16-gon: four contacts) or lying on its side (the
+    side line: two). A cap in a face clips it to an affine image of the regular 16-gon, on which rotated
+    quadrilaterals tie exactly in area and rounding picks one (`collision_convex`): where hurtle's four
+    contacts are not MuJoCo's, they must be as many, with MuJoCo's normal, spanning as large a polygon."""
+    only = 'contype="1" conaffinity="0"'  # the cylinders touch the box and the mesh, not each other
+    xml = f"""<mujoco>{ASSETS}<option gravity="0 0 0"/><worldbody>
+      <body><freejoint/><geom name="c1" type="cylinder" size=".02 .015" {only}/></body>
+      <body><freejoint/><geom name="c2" type="cylinder" size=".02 .015" {only}/></body>
+      <body><freejoint/><geom name="box" type="box" size=".05 .04 .03" contype="0" conaffinity="1"/></body>
+      <body pos="1 0 0"><freejoint/><geom name="crate" type="mesh" mesh="crate" contype="0" conaffinity="1"/></body>
+    </worldbody></mujoco>"""
+    mm, model, md = _scene(xml)
+    rng = np.random.default_rng(5)
+    exact, inexact, kinds = 0, [], {}
+    for trial in range(40):
+        kind = trial % 4  # standing on its bottom cap, on its top cap, lying, and standing again
+        base = (0.0, np.pi, np.pi / 2, 0.0)[kind]
+        h = 0.03 + (0.02 if kind == 2 else 0.015) + rng.uniform(-0.003, 0.0005)
+        for body, x in ((0, 0.0), (1, 1.0)):
+            xy = rng.uniform(-0.035, 0.035, 2) + [x, 0]
+            md.qpos[7 * body : 7 * body + 7] = [*xy, h, *_quat(rng, 0.02, base)]
+        md.qpos[14:21] = [0, 0, 0, 1, 0, 0, 0]
+        md.qpos[21:28] = [1, 0, 0, 1, 0, 0, 0]
+        ours, ref = _compare(mm, model, md, trial)  # as many contacts as MuJoCo
+        for pair in set(map(tuple, ref[:, :2].astype(int))):
+            o, r = (x[np.all(x[:, :2] == pair, axis=1)] for x in (ours, ref))
+            assert len(o) == len(r), (trial, pair)
+            kinds[len(r)] = kinds.get(len(r), 0) + 1
+            np.testing.assert_allclose(o[:, 6:9], r[:, 6:9], atol=CONVEX_TOL)  # the face's normal
+            if _matched(o, r) < 1e-6:
+                exact += 1
+                continue
+            assert len(r) == 4, (trial, pair)  # only the quadrilateral's choice differs
+            normal = r[0, 6:9]
+            inexact.append(_quad_area(o[:, 3:6], normal) / _quad_area(r[:, 3:6], normal))
+    assert kinds.get(4, 0) >= 20 and kinds.get(2, 0) >= 8, kinds
+    # measured: 56 of 76 exact; of the 20 others, MuJoCo's quadrilateral is larger in 8 (hurtle's 0.95-0.96 of it,
+    # the inscribed square against a rotated local optimum), hurtle's in 5 (up to 1.04x), equal in 7
+    assert exact >= 0.65 * sum(kinds.values()), (exact, kinds)
+    assert min(inexact, default=1.0) > 0.9, inexact  # a quadrilateral of the same polygon, as large or nearly

@@ -141,6 +141,8 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
     for g1, g2, ip in candidate_pairs(m):
         t = (int(m.geom_type[g1]), int(m.geom_type[g2]))
         entry = narrow(t, multiccd)
+        label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
+        what = f"{_a(t[0])} and {_a(t[1])} ({label(g1)}, {label(g2)})"
         if (
             entry is not None
             and entry[0] not in [f for f, _ in NARROW.values()]
@@ -148,10 +150,8 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
         ):
             raise NotImplementedError(
                 f"{source}: the nativeccd disable flag (MuJoCo's libccd collider) is not supported by hurtle; "
-                f"remove it to collide a {_NAMES[t[0]]} with a {_NAMES[t[1]]}"
+                f"remove it to collide {what}"
             )
-        label = lambda g: f"geom {names['geom'][g]!r}" if names["geom"][g] else f"geom #{g}"  # noqa: E731
-        what = f"{_a(t[0])} and {_a(t[1])} ({label(g1)}, {label(g2)})"
         if entry is None:
             raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle yet")
         if t[0] == HFIELD:

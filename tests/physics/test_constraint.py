@@ -242,7 +242,7 @@ def test_collision_pairs_not_supported_yet_are_refused_by_name():
     mm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "contacts.xml"))
     hp.from_mujoco(mm)  # MuJoCo's defaults: every pair collides (the puck and the box by GJK/EPA and multiccd)
     mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_NATIVECCD  # MuJoCo's older libccd collider instead
-    with pytest.raises(NotImplementedError, match="nativeccd .* a cylinder with a box"):
+    with pytest.raises(NotImplementedError, match="nativeccd .* a cylinder and a box"):
         hp.from_mujoco(mm)
 
 

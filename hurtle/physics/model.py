@@ -92,6 +92,9 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
 
     if m.nflex:
         refuse("flex (deformable) elements")
+    sdf = np.nonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_SDF)[0]
+    if sdf.size:
+        refuse(f"signed-distance-field geoms (plugin SDFs: {_label(names, 'geom', int(sdf[0]))})")
     if m.nplugin:
         refuse("engine plugins")
     if getattr(m, "nplastic", 0) and np.any(m.jnt_springyield):

@@ -150,6 +150,17 @@ def test_unsupported_collision_pairs_refused_unless_contacts_disabled():
     assert np.all(np.isfinite(hp.forward(m, hp.make_data(m)).qacc))
 
 
+def test_sdf_geoms_refused_by_name():
+    xml = """<mujoco><extension><plugin plugin="mujoco.sdf.torus"><instance name="torus">
+      <config key="radius1" value="0.35"/><config key="radius2" value="0.15"/></instance></plugin></extension>
+      <asset><mesh name="torus"><plugin instance="torus"/></mesh></asset>
+      <worldbody><geom type="plane" size="1 1 .1"/>
+      <body pos="0 0 1"><freejoint/><geom name="donut" type="sdf" mesh="torus"><plugin instance="torus"/></geom>
+      </body></worldbody></mujoco>"""
+    with pytest.raises(NotImplementedError, match="signed-distance-field geoms.*'donut'"):
+        hp.load(xml)
+
+
 def test_refusal_only_when_flags_would_use_the_feature():
     # the ellipsoid fluid model is not used when passive forces are off; noslip needs constraints
     hp.load(

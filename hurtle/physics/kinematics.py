@@ -95,13 +95,22 @@ def kinematics(m: Model, d: Data) -> Data:
             xanchor = xanchor.at[free_j].set(xpos[m.jnt_bodyid[free_j]])
             xaxis = xaxis.at[free_j].set(m.jnt_axis[free_j])
 
+        # inertial, geom and site frames in one vectorised pass (one traced copy of the quaternion
+        # arithmetic instead of three), then each kind's copies of the frames the compiler found equal
+        nb, ng = m.nbody, m.ngeom
+        body = np.concatenate([np.arange(nb), m.geom_bodyid, m.site_bodyid]).astype(np.int32)
+        wpos = xpos[body] + math.quat_rot(xquat[body], jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
+        wquat = math.quat_mul(xquat[body], jnp.concatenate([m.body_iquat, m.geom_quat, m.site_quat]))
+        wmat = math.quat_to_mat(wquat)
         frames = (xpos, xquat, xmat, None, None)
-        xipos, ximat = _local_to_global(frames, m.body_ipos, m.body_iquat, np.arange(m.nbody), m.body_sameframe)
+        xipos, ximat = _same_frames(frames, wpos[:nb], wmat[:nb], np.arange(nb), m.body_sameframe)
         # the world body's inertial frame stays at the origin, as in MuJoCo
         xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(jnp.eye(3, dtype=dtype))
         frames = (xpos, xquat, xmat, xipos, ximat)
-        geom_xpos, geom_xmat = _local_to_global(frames, m.geom_pos, m.geom_quat, m.geom_bodyid, m.geom_sameframe)
-        site_xpos, site_xmat = _local_to_global(frames, m.site_pos, m.site_quat, m.site_bodyid, m.site_sameframe)
+        geom_xpos, geom_xmat = _same_frames(
+            frames, wpos[nb : nb + ng], wmat[nb : nb + ng], m.geom_bodyid, m.geom_sameframe
+        )
+        site_xpos, site_xmat = _same_frames(frames, wpos[nb + ng :], wmat[nb + ng :], m.site_bodyid, m.site_sameframe)
         return d.replace(
             xpos=xpos,
             xquat=xquat,
@@ -121,16 +130,12 @@ def kinematics(m: Model, d: Data) -> Data:
 _SAME_NONE, _SAME_BODY, _SAME_INERTIA, _SAME_BODYROT, _SAME_INERTIAROT = range(5)
 
 
-def _local_to_global(frames, pos, quat, body, sameframe):
-    """World position and rotation matrix of frames given in their body's frame (mj_local2Global).
-
-    Frames the compiler marked as coinciding with the body or inertial frame copy it exactly.
-    """
+def _same_frames(frames, wpos, wmat, body, sameframe):
+    """World frames `wpos`, `wmat` (mj_local2Global of frames given in their body's frame), with those the
+    compiler marked as coinciding with the body or inertial frame copied from it exactly."""
     xpos, xquat, xmat, xipos, ximat = frames
     if len(body) == 0:
         return jnp.zeros((0, 3), xpos.dtype), jnp.zeros((0, 3, 3), xpos.dtype)
-    wpos = xpos[body] + math.quat_rot(xquat[body], pos)
-    wmat = math.quat_to_mat(math.quat_mul(xquat[body], quat))
     sf = sameframe
     wpos = jnp.where((sf == _SAME_BODY)[:, None], xpos[body], wpos)
     wmat = jnp.where(np.isin(sf, (_SAME_BODY, _SAME_BODYROT))[:, None, None], xmat[body], wmat)

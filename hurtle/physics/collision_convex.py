@@ -7,8 +7,8 @@ difference of the two shapes' support functions, which this module defines for e
 segment), and in MuJoCo 4 so is a margin on a pair with faces or edges.
 
 Registered: plane-ellipsoid (mjc_PlaneConvex, exact; plane-mesh is `hurtle.physics.mesh`) and the
-pairs of CONVEX_PAIRS, with MuJoCo 4's multi-contact
-search (`hurtle.physics.multiccd`) where multiccd is on. A mesh's "size" is its table dict
+pairs of CONVEX_PAIRS, with MuJoCo 4's multi-contact search (`hurtle.physics.multiccd`) where
+multiccd is on. A mesh's "size" is its table dict
 (`hurtle.physics.mesh.geom_mesh`, per pair).
 """
 
@@ -212,9 +212,21 @@ def plane_convex(t2: int):
 # (multiccd.multicontact): equal to MuJoCo's within 1e-4 (most to 1e-13; up to 4e-5 where GJK stops at
 # its tolerance after a differently rounded path on a curved side). Measured in the tests and the
 # notes of issue #4.
+#
+# One known difference, cylinder-box and cylinder-mesh with multiccd on: a cap (a regular 16-gon) lying in a
+# face clips it to an affine image of the 16-gon, where quadrilaterals that are rotations of one another have
+# exactly equal areas (an affine map scales every area alike). MuJoCo's quadrilateral search compares areas
+# with `<=`, so on these ties the last bit of rounding picks the quadrilateral, and the path after it: hurtle,
+# MuJoCo 4.0.0's binary and a float64 port of its C source each pick differently in a share of flat poses
+# (hurtle against the binary: 7 of 45 poses of a 0.1 m cylinder on a box, 20 of 52 four-contact cases of the
+# 0.02 m cylinders of `test_collision_mesh.test_cylinder_on_faces_multiccd`): one vertex over, or another
+# local optimum. The contacts are then four other vertices of the same contact polygon, with the same count
+# and normal.
 CONVEX_PAIRS = [
     (CAPSULE, CYLINDER),
     (CYLINDER, CYLINDER),
+    (CYLINDER, BOX),
+    (CYLINDER, MESH),
     (CAPSULE, MESH),
     (BOX, MESH),
     (MESH, MESH),
@@ -226,15 +238,6 @@ CONVEX_PAIRS = [
     (SPHERE, MESH),
     (ELLIPSOID, MESH),
 ]
-# Cylinder-box and cylinder-mesh with multiccd on: a cap (a regular 16-gon) lying in a face clips it to an
-# affine image of the 16-gon, where quadrilaterals that are rotations of one another have exactly equal areas
-# (an affine map scales every area alike). MuJoCo's quadrilateral search compares areas with `<=`, so on these
-# ties the last bit of rounding picks the quadrilateral, and the path after it: hurtle, MuJoCo 4.0.0's binary
-# and a float64 port of its C source each pick differently in a share of flat poses (hurtle against the
-# binary: 7 of 45 poses of a 0.1 m cylinder on a box, 20 of 52 four-contact cases of the 0.02 m cylinders of
-# `test_collision_mesh.test_cylinder_on_faces_multiccd`): one vertex over, or another local optimum. The
-# contacts are then four other vertices of the same contact polygon, with the same count and normal.
-CONVEX_PAIRS += [(CYLINDER, BOX), (CYLINDER, MESH)]
 
 
 @functools.cache

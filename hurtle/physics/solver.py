@@ -179,13 +179,30 @@ def _eval(ctx: _Ctx, qacc: jax.Array):
     return gauss + jnp.sum(rcost), grad, force, state, (hw, blocks)
 
 
-def _line_derivs(ctx: _Ctx, qacc, p, Mp, Jp, alpha):
+class _Line(NamedTuple):
+    """The cost along qacc + alpha p: the search direction and the products it needs, computed once."""
+
+    p: jax.Array
+    Mp: jax.Array
+    Jp: jax.Array
+    Ma: jax.Array  # M qacc
+    jar: jax.Array  # J qacc - aref
+
+
+def _line(ctx: _Ctx, qacc: jax.Array, p: jax.Array) -> _Line:
+    return _Line(
+        p, math.matmul(ctx.M, p), math.matmul(ctx.J, p), math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
+    )
+
+
+def _line_derivs(ctx: _Ctx, line: _Line, alpha):
     """First and second derivative of the cost along qacc + alpha p, and the rows' states there."""
-    Ma = math.matmul(ctx.M, qacc) + alpha * Mp
-    jar = math.matmul(ctx.J, qacc) - ctx.aref + alpha * Jp
+    Ma = line.Ma + alpha * line.Mp
+    jar = line.jar + alpha * line.Jp
     force, state, _, hw, blocks = row_update(ctx.rows, jar)
-    g = jnp.dot(p, Ma - ctx.qfrc_smooth) - jnp.dot(force, Jp)
-    h = jnp.dot(p, Mp) + jnp.dot(hw, Jp * Jp)
+    Jp = line.Jp
+    g = jnp.dot(line.p, Ma - ctx.qfrc_smooth) - jnp.dot(force, Jp)
+    h = jnp.dot(line.p, line.Mp) + jnp.dot(hw, Jp * Jp)
     for idx, hb in blocks:
         jpc = Jp[idx]
         h = h + jnp.sum(jpc * jnp.einsum("kij,kj->ki", hb, jpc))
@@ -195,22 +212,23 @@ def _line_derivs(ctx: _Ctx, qacc, p, Mp, Jp, alpha):
 def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
     """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton.
 
-    Stops when the derivative is within `gtol` (MuJoCo's test), or when a Newton step landed on the piece
-    it was taken on: every row in the same state as at the previous point and no elliptic cone in its
-    (non-quadratic) middle zone. The cost is then one quadratic between the two points and the step is
-    its exact minimiser. In float64 the derivative there is at rounding level and MuJoCo's test stops at
-    the same point; in float32 the rounding of the derivative (relative 1e-7 of terms that can be 1e7)
-    can lie far above `gtol`, and without this test the search idles to `max_iter` (under vmap, the whole
-    batch with it).
+    Returns the step and the number of line-search steps after the first derivative at alpha = 0 (no
+    step when p is not a descent direction). Stops when the derivative is within `gtol` (MuJoCo's
+    test), or when a Newton step landed on the piece it was taken on: every row in the same state as at
+    the previous point and no elliptic cone in its (non-quadratic) middle zone. The cost is then one
+    quadratic between the two points and the step is its exact minimiser. In float64 the derivative
+    there is at rounding level and MuJoCo's test stops at the same point; in float32 the rounding of the
+    derivative (relative 1e-7 of terms that can be 1e7) can lie far above `gtol`, and without this test
+    the search idles to `max_iter` (under vmap, the whole batch with it).
+
+    The derivative at alpha = 0 is the loop's first pass (one traced row update for the whole search):
+    from there the first step is the Newton step, and the search ends at once if p does not descend.
     """
-    Mp = math.matmul(ctx.M, p)
-    Jp = math.matmul(ctx.J, p)
-    g0, h0, state0 = _line_derivs(ctx, qacc, p, Mp, Jp, 0.0)
-    alpha0 = jnp.where(g0 < 0, -g0 / jnp.maximum(h0, math.MINVAL), 0.0)
+    line = _line(ctx, qacc, p)
 
     def step(carry):
         alpha, lo, hi, was_done, it, prev_state, newton = carry
-        g, h, state = _line_derivs(ctx, qacc, p, Mp, Jp, alpha)
+        g, h, state = _line_derivs(ctx, line, alpha)
         lo = jnp.where(g < 0, alpha, lo)
         hi = jnp.where(g >= 0, alpha, hi)
         nxt = alpha - g / jnp.maximum(h, math.MINVAL)
@@ -218,16 +236,25 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
         bisect = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
         nxt = jnp.where(inside, nxt, bisect)
         exact = newton & jnp.all(state == prev_state) & ~jnp.any(state == CONE)
-        done = was_done | (jnp.abs(g) <= gtol) | exact | (nxt == alpha)  # (was_done: fixed mode's later steps)
+        stop = jnp.where(it == 0, g >= 0, (jnp.abs(g) <= gtol) | exact | (nxt == alpha))
+        done = was_done | stop  # (was_done: fixed mode's later steps)
         return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
 
-    # alpha0 is a Newton step from 0 (when g0 < 0)
-    init = (alpha0, jnp.zeros_like(alpha0), jnp.full_like(alpha0, jnp.inf), g0 >= 0, 0, state0, h0 > math.MINVAL)
+    zero = jnp.zeros((), qacc.dtype)
+    init = (
+        zero,
+        zero,
+        jnp.full_like(zero, jnp.inf),
+        jnp.zeros((), bool),
+        0,
+        jnp.zeros(line.jar.shape, jnp.int32),
+        jnp.zeros((), bool),
+    )
     if fixed:
-        carry = jax.lax.fori_loop(0, LS_FIXED_STEPS, lambda _, c: step(c), init)
+        carry = jax.lax.fori_loop(0, LS_FIXED_STEPS + 1, lambda _, c: step(c), init)
     else:
-        carry = jax.lax.while_loop(lambda c: ~c[3] & (c[4] < max_iter), step, init)
-    return jnp.where(g0 < 0, carry[0], 0.0), carry[4]
+        carry = jax.lax.while_loop(lambda c: ~c[3] & (c[4] <= max_iter), step, init)
+    return carry[0], carry[4] - 1
 
 
 def _context(m: Model, d: Data) -> _Ctx:
@@ -258,13 +285,12 @@ def solve(m: Model, d: Data) -> Data:
         tol = m.opt.tolerance
         gtol_ls = tol * m.opt.ls_tolerance / scale
 
-        # warm start: the better of qacc_warmstart and qacc_smooth
+        # warm start: the better of qacc_warmstart and qacc_smooth (both costs in one vectorised pass)
         qacc = d.qacc_smooth
         if not m.disabled(_DSBL.mjDSBL_WARMSTART):
-            cw = _eval(ctx, d.qacc_warmstart)[0]
-            cs = _eval(ctx, d.qacc_smooth)[0]
+            cand = jnp.stack([d.qacc_warmstart, d.qacc_smooth])
+            cw, cs = jax.vmap(lambda q: _eval(ctx, q)[0])(cand)
             qacc = jnp.where(cw < cs, d.qacc_warmstart, d.qacc_smooth)
-        cost, grad, force, state, hw = _eval(ctx, qacc)
 
         def precondition(grad, hess):
             if newton:
@@ -277,13 +303,20 @@ def solve(m: Model, d: Data) -> Data:
                 return jax.scipy.linalg.cho_solve(cho, grad)
             return inertia.solve_m(m, d, grad)
 
-        mgrad = precondition(grad, hw)
-        gap = 0.5 * scale * jnp.dot(grad, mgrad)
-        gnorm = scale * math.safe_norm(grad)
-        done0 = (gap < tol) & (gnorm < tol) if newton else (gap < tol)
-        init = _State(qacc, force, cost, grad, -mgrad, mgrad, state, jnp.zeros((), jnp.int32), done0)
+        # The loop's first pass (it = -1) evaluates the starting point: its search direction is zero, so
+        # its line search returns alpha = 0 at once, and it sets the first direction (-M^-1 grad or
+        # -H^-1 grad) and MuJoCo's initial convergence test. One traced copy of the cost, Hessian and
+        # factorisation serves the start and every iteration.
+        zeros_v = jnp.zeros_like(qacc)
+        zeros_r = jnp.zeros_like(d.efc_aref)
+        states = jnp.zeros(zeros_r.shape, jnp.int32)
+        start = jnp.full((), -1, jnp.int32)
+        init = _State(
+            qacc, zeros_r, jnp.zeros((), qacc.dtype), zeros_v, zeros_v, zeros_v, states, start, jnp.zeros((), bool)
+        )
 
         def iterate(s: _State) -> _State:
+            first = s.it < 0
             gtol = gtol_ls * math.safe_norm(s.search)
             alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed)
             qacc = s.qacc + alpha * s.search
@@ -291,6 +324,7 @@ def solve(m: Model, d: Data) -> Data:
             mgrad = precondition(grad, hw)
             improvement = scale * (s.cost - cost)
             gradient = scale * math.safe_norm(grad)
+            gap = 0.5 * scale * jnp.dot(grad, mgrad)
             stop = (alpha == 0) | ((improvement > 0) & (improvement < tol)) | (gradient < tol)
             stop = stop | jnp.all(qacc == s.qacc)  # a fixed point: more steps change nothing
             if newton:
@@ -302,16 +336,19 @@ def solve(m: Model, d: Data) -> Data:
                 # of the gradient and the cost, and without this test a solve idles to the iteration
                 # cap (and under vmap the whole batch with it).
                 stop = stop | (jnp.all(state == s.state) & ~jnp.any(state == CONE))
-                stop = stop | (0.5 * scale * jnp.dot(grad, mgrad) < tol)
+                stop = stop | (gap < tol)
                 search = -mgrad
+                stop0 = (gap < tol) & (gradient < tol)
             else:
-                search = _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad)
+                search = jnp.where(first, -mgrad, _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad))
+                stop0 = gap < tol
+            stop = jnp.where(first, stop0, stop)
             new = _State(qacc, force, cost, grad, search, mgrad, state, s.it + 1, stop)
             # in fixed mode a converged problem keeps its solution
             return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 
         if fixed:
-            final = jax.lax.fori_loop(0, m.opt.iterations, lambda _, s: iterate(s), init)
+            final = jax.lax.fori_loop(0, m.opt.iterations + 1, lambda _, s: iterate(s), init)
         else:
             final = jax.lax.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
         # the last iterate's rows: forces and states at the returned qacc

@@ -292,9 +292,9 @@ def line_search(d):
     p = -jnp.linalg.solve(ctx.M + (ctx.J.T * hw) @ ctx.J, grad)
     gtol = m.opt.tolerance * m.opt.ls_tolerance * m.stat_meaninertia * m.nv * jnp.linalg.norm(p)
     alpha, iters = S._line_search(ctx, d.qacc_smooth, p, gtol, 50, False)
-    Mp, Jp = ctx.M @ p, ctx.J @ p
-    g0 = S._line_derivs(ctx, d.qacc_smooth, p, Mp, Jp, 0.0)[0]
-    g = S._line_derivs(ctx, d.qacc_smooth, p, Mp, Jp, alpha)[0]
+    line = S._line(ctx, d.qacc_smooth, p)
+    g0 = S._line_derivs(ctx, line, 0.0)[0]
+    g = S._line_derivs(ctx, line, alpha)[0]
     return iters, jnp.abs(g) / jnp.abs(g0)
 ls_iters, slope = jax.jit(jax.vmap(line_search))(d)
 print(json.dumps(dict(max=int(niter.max()), mean=float(niter.mean()), ncon=int(ncon.max()),

@@ -1,8 +1,7 @@
 """Position stages: `kinematics` (frames of bodies, joints, geoms, sites) and `com_pos`.
 
-The tree is walked level by level over frame nodes (a body's offset from its parent, then each of its
-joints): every node of one depth is placed by one vectorised operation, and one traced body serves all
-depths (a lax.scan), so the traced program does not grow with the tree.
+The tree is walked level by level: every body of one depth is placed by one vectorised operation,
+so the traced program grows with the tree's depth, not its size.
 """
 
 from __future__ import annotations
@@ -15,28 +14,35 @@ from hurtle.physics import math
 from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data, Model
 
 
-def _joint_transforms(m: Model, d: Data, dtype) -> tuple[jax.Array, jax.Array]:
-    """Every joint's rigid transform in the frame before it, one vectorised pass over all joints.
+def _joint_step(m: Model, d: Data, bodies, jnts, p, q):
+    """Apply one joint per body (`jnts` of `bodies`) to the body-in-parent pose (p, q).
 
-    MuJoCo applies a body's joints in order, each in the frame the one before left: a slide moves the
-    frame by axis * (qpos - qpos0); a hinge or ball joint rotates it by the joint's quaternion about
-    the anchor `jnt_pos`, which stays fixed. (Free joints are placed from qpos directly.)
+    Returns the new pose and the joint's anchor and axis in the parent's frame.
     """
-    jtype, qadr = m.jnt_type, m.jnt_qposadr
-    hinge, slide, ball = jtype == JNT_HINGE, jtype == JNT_SLIDE, jtype == JNT_BALL
-    p = jnp.zeros((m.njnt, 3), dtype)
-    q = jnp.zeros((m.njnt, 4), dtype).at[:, 0].set(1.0)
-    disp = d.qpos[qadr] - m.qpos0[qadr]  # hinge angle, slide displacement
-    if np.any(hinge):
-        q = jnp.where(hinge[:, None], math.axis_angle_to_quat(m.jnt_axis, disp), q)
-    if np.any(ball):
-        idx = np.minimum(qadr[:, None] + np.arange(4), m.nq - 1)
-        q = jnp.where(ball[:, None], math.quat_normalize(d.qpos[idx]), q)
-    if np.any(hinge | ball):
-        p = jnp.where((hinge | ball)[:, None], m.jnt_pos - math.quat_rot(q, m.jnt_pos), p)
-    if np.any(slide):
-        p = jnp.where(slide[:, None], m.jnt_axis * disp[:, None], p)
-    return p, q
+    jtype = m.jnt_type[jnts]
+    axis = math.quat_rot(q, m.jnt_axis[jnts])
+    anchor = p + math.quat_rot(q, m.jnt_pos[jnts])
+    qadr = m.jnt_qposadr[jnts]
+    q_new, p_new = q, p
+    is_slide = jtype == JNT_SLIDE
+    rotating = ~is_slide
+    if np.any(rotating):
+        qloc = jnp.zeros(q.shape, q.dtype)
+        if np.any(jtype == JNT_HINGE):
+            angle = d.qpos[qadr] - m.qpos0[qadr]
+            qloc = math.axis_angle_to_quat(m.jnt_axis[jnts], angle)
+        if np.any(jtype == JNT_BALL):
+            idx = np.minimum(qadr[:, None] + np.arange(4), m.nq - 1)
+            ball = math.quat_normalize(d.qpos[idx])
+            qloc = jnp.where((jtype == JNT_BALL)[:, None], ball, qloc)
+        q_rot = math.quat_mul(q, qloc)
+        p_rot = anchor - math.quat_rot(q_rot, m.jnt_pos[jnts])
+        q_new = jnp.where(rotating[:, None], q_rot, q_new)
+        p_new = jnp.where(rotating[:, None], p_rot, p_new)
+    if np.any(is_slide):
+        p_slide = p + axis * (d.qpos[qadr] - m.qpos0[qadr])[:, None]
+        p_new = jnp.where(is_slide[:, None], p_slide, p_new)
+    return p_new, q_new, anchor, axis
 
 
 def kinematics(m: Model, d: Data) -> Data:
@@ -44,27 +50,31 @@ def kinematics(m: Model, d: Data) -> Data:
     with jax.named_scope("kinematics"):
         t = m.tree
         dtype = d.qpos.dtype
-        nb = m.nbody
-        # local transform of every frame node (types.Tree): a body's offset (or mocap pose) from its
-        # parent body's frame, then each of its joints in the frame the one before left
+        # pose of each body in its parent's frame: body offset (or mocap) then its joints
         p, q = m.body_pos, m.body_quat
         if m.nmocap:
             mb = np.nonzero(m.body_mocapid >= 0)[0]
             mid = m.body_mocapid[mb]
             p = p.at[mb].set(d.mocap_pos[mid])
             q = q.at[mb].set(math.quat_normalize(d.mocap_quat[mid]))
-        pj, qj = _joint_transforms(m, d, dtype)
-        p, q = jnp.concatenate([p, pj]), jnp.concatenate([q, qj])
+        anchor_l = jnp.zeros((m.njnt, 3), dtype)
+        axis_l = jnp.zeros((m.njnt, 3), dtype)
+        for bodies, jnts in t.jnt_slots:
+            pb, qb, anc, ax = _joint_step(m, d, bodies, jnts, p[bodies], q[bodies])
+            p, q = p.at[bodies].set(pb), q.at[bodies].set(qb)
+            anchor_l, axis_l = anchor_l.at[jnts].set(anc), axis_l.at[jnts].set(ax)
 
-        # world frames, one node depth at a time: each pass of one traced body places the nodes of its
-        # depth (mask) from their parents, placed by the pass before; free joints' nodes come from qpos
-        xpos = jnp.zeros((nb + m.njnt, 3), dtype)
-        xquat = jnp.zeros((nb + m.njnt, 4), dtype).at[:, 0].set(1.0)
+        # world frames, one tree level at a time
+        xpos = jnp.zeros((m.nbody, 3), dtype)
+        xquat = jnp.zeros((m.nbody, 4), dtype).at[:, 0].set(1.0)
         if t.free_body.size:
-            qf = d.qpos[t.free_qadr[:, None] + np.arange(7)]
-            xpos = xpos.at[t.body_node[t.free_body]].set(qf[:, :3])
-            xquat = xquat.at[t.body_node[t.free_body]].set(math.quat_normalize(qf[:, 3:]))
-        par = t.node_parent
+            idx = t.free_qadr[:, None] + np.arange(7)
+            qf = d.qpos[idx]
+            xpos = xpos.at[t.free_body].set(qf[:, :3])
+            xquat = xquat.at[t.free_body].set(math.quat_normalize(qf[:, 3:]))
+        # one traced body for all levels: each pass places the bodies of its level (mask) from their
+        # parents, placed by the pass before
+        par = m.body_parentid
 
         def place(frame, mask):
             xpos, xquat = frame
@@ -73,14 +83,13 @@ def kinematics(m: Model, d: Data) -> Data:
             xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(xq_par, q)), xquat)
             return (xpos, xquat), None
 
-        (node_pos, node_quat), _ = jax.lax.scan(place, (xpos, xquat), t.node_level_mask)
-        xpos, xquat = node_pos[t.body_node], node_quat[t.body_node]
+        (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), t.level_mask)
         xmat = math.quat_to_mat(xquat)
 
-        # joint anchors and axes: the joint's position and axis in the world frame before it
-        pre = par[nb:]
-        xanchor = node_pos[pre] + math.quat_rot(node_quat[pre], m.jnt_pos)
-        xaxis = math.quat_rot(node_quat[pre], m.jnt_axis)
+        # joint anchors and axes: the parent's world frame applied to the in-parent values
+        jpar = m.body_parentid[m.jnt_bodyid]
+        xanchor = xpos[jpar] + math.quat_rot(xquat[jpar], anchor_l)
+        xaxis = math.quat_rot(xquat[jpar], axis_l)
         free_j = np.nonzero(m.jnt_type == JNT_FREE)[0]
         if free_j.size:
             xanchor = xanchor.at[free_j].set(xpos[m.jnt_bodyid[free_j]])
@@ -88,7 +97,7 @@ def kinematics(m: Model, d: Data) -> Data:
 
         # inertial, geom and site frames in one vectorised pass (one traced copy of the quaternion
         # arithmetic instead of three), then each kind's copies of the frames the compiler found equal
-        ng = m.ngeom
+        nb, ng = m.nbody, m.ngeom
         body = np.concatenate([np.arange(nb), m.geom_bodyid, m.site_bodyid]).astype(np.int32)
         wpos = xpos[body] + math.quat_rot(xquat[body], jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
         wquat = math.quat_mul(xquat[body], jnp.concatenate([m.body_iquat, m.geom_quat, m.site_quat]))

@@ -194,29 +194,18 @@ def _tree(m: mujoco.MjModel) -> Tree:
     is_free_body = np.array(
         [m.body_jntnum[b] == 1 and jnt_type[m.body_jntadr[b]] == types.JNT_FREE for b in range(nbody)]
     )
+    levels = tuple(np.nonzero((depth == d) & ~is_free_body)[0] for d in range(1, depth.max() + 1 if nbody > 1 else 1))
+    levels = tuple(lv for lv in levels if lv.size)
+    level_mask = np.zeros((len(levels), nbody), bool)
+    for i, lv in enumerate(levels):
+        level_mask[i, lv] = True
     free_body = np.nonzero(is_free_body)[0]
     free_qadr = np.array([m.jnt_qposadr[m.body_jntadr[b]] for b in free_body], int)
-    # frame nodes: node b < nbody is body b's frame before its joints (its offset from the parent),
-    # node nbody + j the frame after joint j; a body's joints chain from its offset node, and its
-    # last node is the body frame its children hang from
-    node_parent = np.zeros(nbody + njnt, int)
-    body_node = np.arange(nbody)
-    for b in range(nbody):
-        if b:
-            node_parent[b] = body_node[parent[b]]
-        for k in range(m.body_jntnum[b]):
-            j = m.body_jntadr[b] + k
-            node_parent[nbody + j] = body_node[b]
-            body_node[b] = nbody + j
-    node_depth = np.zeros(nbody + njnt, int)
-    for n in range(1, nbody + njnt):
-        a = n
-        while a:
-            a, node_depth[n] = node_parent[a], node_depth[n] + 1
-    placed = node_depth > 0
-    placed[nbody + np.asarray([m.body_jntadr[b] for b in free_body], int)] = False  # set from qpos
-    levels = [placed & (node_depth == k) for k in range(1, node_depth.max() + 1)]
-    node_level_mask = np.array([lv for lv in levels if lv.any()], bool).reshape(-1, nbody + njnt)
+    slots = []
+    for k in range(int(m.body_jntnum.max()) if nbody else 0):
+        bodies = np.nonzero((m.body_jntnum > k) & ~is_free_body)[0]
+        if bodies.size:
+            slots.append((bodies, m.body_jntadr[bodies] + k))
     # ancestry: anc[i, j] = body j is body i or one of its ancestors
     anc = np.zeros((nbody, nbody), bool)
     for b in range(nbody):
@@ -267,11 +256,10 @@ def _tree(m: mujoco.MjModel) -> Tree:
         if m.tree_dofnum[m.dof_treeid[adr]] == 6 and m.body_subtreemass[b] == m.body_mass[b]:
             standalone.append(j)
     return Tree(
-        node_parent=node_parent,
-        node_level_mask=node_level_mask,
-        body_node=body_node,
+        level_mask=level_mask,
         free_body=free_body,
         free_qadr=free_qadr,
+        jnt_slots=tuple(slots),
         body_subtree=subtree,
         body_dof_anc=body_dof_anc,
         dof_anc=dof_anc,

@@ -209,7 +209,7 @@ def _line_derivs(ctx: _Ctx, line: _Line, alpha):
     return g, h, state
 
 
-def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
+def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=False):
     """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton.
 
     Returns the step and the number of line-search steps after the first derivative at alpha = 0 (no
@@ -223,6 +223,7 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
 
     The derivative at alpha = 0 is the loop's first pass (one traced row update for the whole search):
     from there the first step is the Newton step, and the search ends at once if p does not descend.
+    With `skip` the search does not start (alpha = 0).
     """
     line = _line(ctx, qacc, p)
 
@@ -245,7 +246,7 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool):
         zero,
         zero,
         jnp.full_like(zero, jnp.inf),
-        jnp.zeros((), bool),
+        jnp.asarray(skip, bool),
         0,
         jnp.zeros(line.jar.shape, jnp.int32),
         jnp.zeros((), bool),
@@ -303,8 +304,8 @@ def solve(m: Model, d: Data) -> Data:
                 return jax.scipy.linalg.cho_solve(cho, grad)
             return inertia.solve_m(m, d, grad)
 
-        # The loop's first pass (it = -1) evaluates the starting point: its search direction is zero, so
-        # its line search returns alpha = 0 at once, and it sets the first direction (-M^-1 grad or
+        # The loop's first pass (it = -1) evaluates the starting point: its line search is skipped
+        # (alpha = 0; the search direction is zero), and it sets the first direction (-M^-1 grad or
         # -H^-1 grad) and MuJoCo's initial convergence test. One traced copy of the cost, Hessian and
         # factorisation serves the start and every iteration.
         zeros_v = jnp.zeros_like(qacc)
@@ -318,7 +319,7 @@ def solve(m: Model, d: Data) -> Data:
         def iterate(s: _State) -> _State:
             first = s.it < 0
             gtol = gtol_ls * math.safe_norm(s.search)
-            alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed)
+            alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first)
             qacc = s.qacc + alpha * s.search
             cost, grad, force, state, hw = _eval(ctx, qacc)
             mgrad = precondition(grad, hw)

@@ -37,12 +37,10 @@ class Tree:
     `dof_anc[i, j]` when dof j is dof i or one of its ancestors.
     """
 
-    # frame nodes: node b < nbody is body b's frame before its joints, node nbody + j the frame after joint j
-    node_parent: np.ndarray = static_field()  # (nbody + njnt,): the node each node's local transform hangs from
-    node_level_mask: np.ndarray = static_field()  # (depth, nbody + njnt): nodes of each depth (world, free joints excluded)
-    body_node: np.ndarray = static_field()  # (nbody,): each body's frame, its last joint's node
+    level_mask: np.ndarray = static_field()  # (depth, nbody): bodies of each depth (world, free bodies excluded)
     free_body: np.ndarray = static_field()  # bodies whose only joint is free
     free_qadr: np.ndarray = static_field()
+    jnt_slots: tuple = static_field()  # per joint position within a body: (bodies, joints)
     body_subtree: np.ndarray = static_field()
     body_dof_anc: np.ndarray = static_field()
     dof_anc: np.ndarray = static_field()

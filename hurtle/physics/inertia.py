@@ -1,14 +1,12 @@
 """The joint-space inertia: `crb` (composite rigid bodies -> qM), `factor_m` and `solve_m`.
 
 `qM` is dense (nv x nv) with MuJoCo's tree sparsity: entry (i, j) is nonzero only when one dof is an
-ancestor of the other. The factorisation M = L' D L (L unit lower triangular) eliminates the last dof
-first, so the tree structure means no fill-in; it is computed as a Cholesky factorisation of the
-reversed matrix (one LAPACK or cuSOLVER call per matrix).
+ancestor of the other. The factorisation M = L' D L (L unit lower triangular) eliminates dofs one
+depth of the dof tree at a time, deepest first: dofs of one depth never touch each other's rows, and
+the tree structure means no fill-in.
 """
 
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -46,30 +44,46 @@ def factor_m(m: Model, d: Data) -> Data:
 
 
 def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """L'DL factorisation of a matrix with `qM`'s sparsity (mj_factorM's), L unit lower triangular.
+    """Tree-sparse L'DL factorisation of a matrix with `qM`'s sparsity.
 
-    Returns (LD, 1/D): LD holds L strictly below the diagonal and D on it. MuJoCo eliminates the last
-    dof first, so that the tree sparsity has no fill-in; that is the Cholesky factorisation of the
-    matrix with its dofs in reverse order (M = P C C' P, P the reversal): L' = P (C / diag C) P and
-    D = P diag(C)^2 P. Zeros of the tree stay exact zeros (every product that would fill them holds a
-    zero factor). One LAPACK call per matrix: faster to compile and to run than eliminating the tree
-    depth by depth, for the dof counts of robots.
+    Returns (LD, 1/D): LD holds L strictly below the diagonal and D on it. The depths are eliminated
+    in a `lax.scan` (one traced body however deep the tree), each step on whole (nv, nv) arrays with
+    the depth's rows selected by a mask.
     """
-    c = jnp.linalg.cholesky(mat[::-1, ::-1])
-    dc = jnp.diagonal(c)
-    low = (c / dc)[::-1, ::-1].T
-    diag = (dc * dc)[::-1]
-    strict = m.tree.dof_anc & ~np.eye(m.nv, dtype=bool)
-    return jnp.where(strict, low, 0.0) + jnp.diag(diag), 1.0 / diag
+    anc = m.tree.dof_anc & ~np.eye(m.nv, dtype=bool)  # strict ancestors
+
+    def eliminate(a, here):
+        # every dof of this depth: a[anc, anc] -= outer(row, row) / pivot; its row becomes L's
+        sel = here[:, None] & anc
+        rows = jnp.where(sel, a, 0.0)
+        scaled = rows / jnp.where(here, jnp.diagonal(a), 1.0)[:, None]
+        a = a - math.matmul(rows.T, scaled)
+        return jnp.where(sel, scaled, a), None
+
+    a, _ = jax.lax.scan(eliminate, mat, m.tree.dof_level_mask[::-1])
+    diag = jnp.diag(a)
+    ld = jnp.where(anc, a, 0.0) + jnp.diag(diag)
+    return ld, 1.0 / diag
 
 
 def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
-    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k): two unit triangular solves."""
+    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), one depth of the dof tree per scan step."""
+    lo = jnp.tril(ld, -1)
     vec = b.ndim == 1
     x = b[:, None] if vec else b
-    tri = functools.partial(jax.lax.linalg.triangular_solve, left_side=True, lower=True, unit_diagonal=True)
-    x = tri(ld, x, transpose_a=True)  # L' y = b
-    x = tri(ld, x * dinv[:, None])  # L x = y / D
+    masks = m.tree.dof_level_mask
+
+    # L' y = b: deepest dofs first, each pushes its value to its ancestors
+    def up(x, here):
+        return x - math.matmul(jnp.where(here[:, None], lo, 0.0).T, x), None
+
+    # L x = z: roots first
+    def down(x, here):
+        return x - math.matmul(jnp.where(here[:, None], lo, 0.0), x), None
+
+    x, _ = jax.lax.scan(up, x, masks[::-1])
+    x = x * dinv[:, None]
+    x, _ = jax.lax.scan(down, x, masks)
     return x[:, 0] if vec else x
 
 

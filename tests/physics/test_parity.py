@@ -5,6 +5,8 @@ from __future__ import annotations
 import glob
 import os
 
+import jax
+import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
@@ -101,12 +103,6 @@ def test_from_mjdata_to_mujoco_round_trip():
 @pytest.mark.parametrize("name", ["multi_joint.xml", "ball_free.xml", "hinge_chain.xml"])
 def test_mass_matrix_factor_matches_mujoco(name):
     """qLD is MuJoCo's L'DL factor (L unit lower, tree-sparse: no fill-in) and solve_m is mj_solveM."""
-    import importlib
-
-    import jax
-    import jax.numpy as jnp
-
-    inertia = importlib.import_module("hurtle.physics.inertia")
     mm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, name))
     model, out, mjds = P.forward_at_random_states(mm, nstates=3, seed=1)
     rng = np.random.default_rng(2)
@@ -123,5 +119,5 @@ def test_mass_matrix_factor_matches_mujoco(name):
         ref = np.zeros_like(rhs)
         mujoco.mj_solveM(mm, mjd, ref, rhs)
         d = jax.tree.map(lambda x, b=b: x[b], out)
-        mine = jax.jit(inertia.solve_m)(model, d, jnp.asarray(rhs[0]))
+        mine = jax.jit(hp.solve_m)(model, d, jnp.asarray(rhs[0]))
         assert P.rel_error(np.asarray(mine), ref[0]) <= P.TOL

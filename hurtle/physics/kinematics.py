@@ -14,35 +14,26 @@ from hurtle.physics import math
 from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data, Model
 
 
-def _joint_step(m: Model, d: Data, bodies, jnts, p, q):
-    """Apply one joint per body (`jnts` of `bodies`) to the body-in-parent pose (p, q).
-
-    Returns the new pose and the joint's anchor and axis in the parent's frame.
-    """
-    jtype = m.jnt_type[jnts]
-    axis = math.quat_rot(q, m.jnt_axis[jnts])
-    anchor = p + math.quat_rot(q, m.jnt_pos[jnts])
-    qadr = m.jnt_qposadr[jnts]
-    q_new, p_new = q, p
-    is_slide = jtype == JNT_SLIDE
-    rotating = ~is_slide
-    if np.any(rotating):
-        qloc = jnp.zeros(q.shape, q.dtype)
-        if np.any(jtype == JNT_HINGE):
-            angle = d.qpos[qadr] - m.qpos0[qadr]
-            qloc = math.axis_angle_to_quat(m.jnt_axis[jnts], angle)
-        if np.any(jtype == JNT_BALL):
-            idx = np.minimum(qadr[:, None] + np.arange(4), m.nq - 1)
-            ball = math.quat_normalize(d.qpos[idx])
-            qloc = jnp.where((jtype == JNT_BALL)[:, None], ball, qloc)
-        q_rot = math.quat_mul(q, qloc)
-        p_rot = anchor - math.quat_rot(q_rot, m.jnt_pos[jnts])
-        q_new = jnp.where(rotating[:, None], q_rot, q_new)
-        p_new = jnp.where(rotating[:, None], p_rot, p_new)
-    if np.any(is_slide):
-        p_slide = p + axis * (d.qpos[qadr] - m.qpos0[qadr])[:, None]
-        p_new = jnp.where(is_slide[:, None], p_slide, p_new)
-    return p_new, q_new, anchor, axis
+def _joint_transforms(m: Model, d: Data):
+    """Each body's k-th joint as a rigid transform (Q, t) in the body's frame as it stands before that
+    joint, for every (slot k, body) at once: a hinge or ball turns about its anchor c (t = c - Q c), a
+    slide shifts along its axis. Empty slots are the identity."""
+    t = m.tree
+    jnt, valid = t.jnt_slot, t.jnt_slot_valid
+    jtype = np.where(valid, m.jnt_type[jnt], JNT_SLIDE)
+    axis, pos = m.jnt_axis[jnt], m.jnt_pos[jnt]
+    qadr = m.jnt_qposadr[jnt]
+    value = jnp.where(valid, d.qpos[qadr] - m.qpos0[qadr], 0.0)
+    unit = jnp.zeros(jnt.shape + (4,), d.qpos.dtype).at[..., 0].set(1.0)
+    quat = unit
+    if np.any(jtype == JNT_HINGE):
+        quat = jnp.where((jtype == JNT_HINGE)[..., None], math.axis_angle_to_quat(axis, value), quat)
+    if np.any(jtype == JNT_BALL):
+        idx = np.minimum(qadr[..., None] + np.arange(4), m.nq - 1)
+        quat = jnp.where((jtype == JNT_BALL)[..., None], math.quat_normalize(d.qpos[idx]), quat)
+    rotating = jtype != JNT_SLIDE
+    shift = jnp.where(rotating[..., None], pos - math.quat_rot(quat, pos), axis * value[..., None])
+    return quat, jnp.where(valid[..., None], shift, 0.0)
 
 
 def kinematics(m: Model, d: Data) -> Data:
@@ -50,19 +41,21 @@ def kinematics(m: Model, d: Data) -> Data:
     with jax.named_scope("kinematics"):
         t = m.tree
         dtype = d.qpos.dtype
-        # pose of each body in its parent's frame: body offset (or mocap) then its joints
+        # pose of each body in its parent's frame: body offset (or mocap), then its joints in order
+        # (every body's k-th joint at once); the pose before each joint is kept for its anchor and axis
         p, q = m.body_pos, m.body_quat
         if m.nmocap:
             mb = np.nonzero(m.body_mocapid >= 0)[0]
             mid = m.body_mocapid[mb]
             p = p.at[mb].set(d.mocap_pos[mid])
             q = q.at[mb].set(math.quat_normalize(d.mocap_quat[mid]))
-        anchor_l = jnp.zeros((m.njnt, 3), dtype)
-        axis_l = jnp.zeros((m.njnt, 3), dtype)
-        for bodies, jnts in t.jnt_slots:
-            pb, qb, anc, ax = _joint_step(m, d, bodies, jnts, p[bodies], q[bodies])
-            p, q = p.at[bodies].set(pb), q.at[bodies].set(qb)
-            anchor_l, axis_l = anchor_l.at[jnts].set(anc), axis_l.at[jnts].set(ax)
+        jq, jt = _joint_transforms(m, d)
+        nslot = t.jnt_slot.shape[0]
+        before_p, before_q = [], []
+        for k in range(nslot):
+            before_p.append(p)
+            before_q.append(q)
+            p, q = p + math.quat_rot(q, jt[k]), math.quat_mul(q, jq[k])
 
         # world frames, one tree level at a time
         xpos = jnp.zeros((m.nbody, 3), dtype)
@@ -86,10 +79,18 @@ def kinematics(m: Model, d: Data) -> Data:
         (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), t.level_mask)
         xmat = math.quat_to_mat(xquat)
 
-        # joint anchors and axes: the parent's world frame applied to the in-parent values
-        jpar = m.body_parentid[m.jnt_bodyid]
-        xanchor = xpos[jpar] + math.quat_rot(xquat[jpar], anchor_l)
-        xaxis = math.quat_rot(xquat[jpar], axis_l)
+        # joint anchors and axes: the body's pose before the joint, in its parent's world frame
+        if nslot:
+            bp, bq = jnp.concatenate(before_p), jnp.concatenate(before_q)
+            par = np.tile(m.body_parentid, nslot)
+            jpos, jaxis = m.jnt_pos[t.jnt_slot].reshape(-1, 3), m.jnt_axis[t.jnt_slot].reshape(-1, 3)
+            wq = xquat[par]
+            wanchor = xpos[par] + math.quat_rot(wq, bp + math.quat_rot(bq, jpos))
+            waxis = math.quat_rot(wq, math.quat_rot(bq, jaxis))
+            xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
+        else:
+            xanchor = jnp.zeros((m.njnt, 3), dtype)
+            xaxis = jnp.zeros((m.njnt, 3), dtype)
         free_j = np.nonzero(m.jnt_type == JNT_FREE)[0]
         if free_j.size:
             xanchor = xanchor.at[free_j].set(xpos[m.jnt_bodyid[free_j]])

@@ -23,9 +23,21 @@ def einsum(spec: str, *ops: jax.Array) -> jax.Array:
     return jnp.einsum(spec, *ops, precision=HIGHEST)
 
 
+def sum_last(x: jax.Array, keepdims: bool = False) -> jax.Array:
+    """Sum over the last axis; a short axis (up to 4) as a chain of adds, which XLA fuses with the
+    arithmetic around it, where a reduction becomes a kernel of its own (compile time)."""
+    n = x.shape[-1]
+    if n == 0 or n > 4:
+        return jnp.sum(x, axis=-1, keepdims=keepdims)
+    out = x[..., 0]
+    for i in range(1, n):
+        out = out + x[..., i]
+    return out[..., None] if keepdims else out
+
+
 def dot(a: jax.Array, b: jax.Array) -> jax.Array:
     """Dot product over the last axis."""
-    return jnp.sum(a * b, axis=-1)
+    return sum_last(a * b)
 
 
 def cross(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -41,7 +53,10 @@ def cross(a: jax.Array, b: jax.Array) -> jax.Array:
 
 def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:
     """Euclidean norm whose gradient is finite (zero) at the origin."""
-    sq = jnp.sum(x * x, axis=axis, keepdims=keepdims)
+    if axis in (-1, x.ndim - 1):
+        sq = sum_last(x * x, keepdims=keepdims)
+    else:
+        sq = jnp.sum(x * x, axis=axis, keepdims=keepdims)
     pos = sq > 0
     return jnp.where(pos, jnp.sqrt(jnp.where(pos, sq, 1.0)), 0.0)
 
@@ -81,8 +96,8 @@ def quat_rot(q: jax.Array, v: jax.Array) -> jax.Array:
     w, u = q[..., :1], q[..., 1:]
     # v (w^2 - u.u) + 2 u (u.v) + 2 w (u x v): one cross product, not one nested in another (the
     # nested form made XLA emit kernels that LLVM expanded many times over: compile time)
-    uu = jnp.sum(u * u, -1, keepdims=True)
-    uv = jnp.sum(u * v, -1, keepdims=True)
+    uu = sum_last(u * u, keepdims=True)
+    uv = sum_last(u * v, keepdims=True)
     return v * (w * w - uu) + 2.0 * (u * uv + w * cross(u, v))
 
 
@@ -201,4 +216,4 @@ def transform_motion(vec: jax.Array, newpos: jax.Array, oldpos: jax.Array, rot: 
 
 
 def matvec(m: jax.Array, v: jax.Array) -> jax.Array:
-    return jnp.sum(m * v[..., None, :], axis=-1)
+    return sum_last(m * v[..., None, :])

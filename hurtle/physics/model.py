@@ -201,11 +201,11 @@ def _tree(m: mujoco.MjModel) -> Tree:
         level_mask[i, lv] = True
     free_body = np.nonzero(is_free_body)[0]
     free_qadr = np.array([m.jnt_qposadr[m.body_jntadr[b]] for b in free_body], int)
-    slots = []
-    for k in range(int(m.body_jntnum.max()) if nbody else 0):
-        bodies = np.nonzero((m.body_jntnum > k) & ~is_free_body)[0]
-        if bodies.size:
-            slots.append((bodies, m.body_jntadr[bodies] + k))
+    # joints by position within their body: slot k holds every body's k-th joint (free bodies excluded)
+    nslot = int(m.body_jntnum[~is_free_body].max()) if nbody and (~is_free_body).any() else 0
+    slot_valid = (m.body_jntnum[None] > np.arange(nslot)[:, None]) & ~is_free_body[None]
+    jnt_slot = np.where(slot_valid, m.body_jntadr[None] + np.arange(nslot)[:, None], 0)
+    jnt_slot_flat = (np.arange(njnt) - m.body_jntadr[m.jnt_bodyid]) * nbody + m.jnt_bodyid
     # ancestry: anc[i, j] = body j is body i or one of its ancestors
     anc = np.zeros((nbody, nbody), bool)
     for b in range(nbody):
@@ -259,7 +259,9 @@ def _tree(m: mujoco.MjModel) -> Tree:
         level_mask=level_mask,
         free_body=free_body,
         free_qadr=free_qadr,
-        jnt_slots=tuple(slots),
+        jnt_slot=jnt_slot.astype(np.int32),
+        jnt_slot_valid=slot_valid,
+        jnt_slot_flat=jnt_slot_flat.astype(np.int32),
         body_subtree=subtree,
         body_dof_anc=body_dof_anc,
         dof_anc=dof_anc,

@@ -40,7 +40,9 @@ class Tree:
     level_mask: np.ndarray = static_field()  # (depth, nbody): bodies of each depth (world, free bodies excluded)
     free_body: np.ndarray = static_field()  # bodies whose only joint is free
     free_qadr: np.ndarray = static_field()
-    jnt_slots: tuple = static_field()  # per joint position within a body: (bodies, joints)
+    jnt_slot: np.ndarray = static_field()  # (slots, nbody): the k-th joint of each body (0 where none)
+    jnt_slot_valid: np.ndarray = static_field()  # (slots, nbody): body has a k-th joint (free joints excluded)
+    jnt_slot_flat: np.ndarray = static_field()  # (njnt,): k * nbody + body of each joint
     body_subtree: np.ndarray = static_field()
     body_dof_anc: np.ndarray = static_field()
     dof_anc: np.ndarray = static_field()

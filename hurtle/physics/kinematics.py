@@ -17,15 +17,15 @@ from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data,
 def _joint_transforms(m: Model, d: Data):
     """Each body's k-th joint as a rigid transform (Q, t) in the body's frame as it stands before that
     joint, for every (slot k, body) at once: a hinge or ball turns about its anchor c (t = c - Q c), a
-    slide shifts along its axis. Empty slots are the identity."""
+    slide shifts along its axis. Empty slots are the identity. Also returns the joints' (slot, body)
+    positions and axes in their body's frame."""
     t = m.tree
     jnt, valid = t.jnt_slot, t.jnt_slot_valid
     jtype = np.where(valid, m.jnt_type[jnt], JNT_SLIDE)
     axis, pos = m.jnt_axis[jnt], m.jnt_pos[jnt]
     qadr = m.jnt_qposadr[jnt]
     value = jnp.where(valid, d.qpos[qadr] - m.qpos0[qadr], 0.0)
-    unit = jnp.zeros(jnt.shape + (4,), d.qpos.dtype).at[..., 0].set(1.0)
-    quat = unit
+    quat = jnp.zeros(jnt.shape + (4,), d.qpos.dtype).at[..., 0].set(1.0)
     if np.any(jtype == JNT_HINGE):
         quat = jnp.where((jtype == JNT_HINGE)[..., None], math.axis_angle_to_quat(axis, value), quat)
     if np.any(jtype == JNT_BALL):
@@ -33,7 +33,7 @@ def _joint_transforms(m: Model, d: Data):
         quat = jnp.where((jtype == JNT_BALL)[..., None], math.quat_normalize(d.qpos[idx]), quat)
     rotating = jtype != JNT_SLIDE
     shift = jnp.where(rotating[..., None], pos - math.quat_rot(quat, pos), axis * value[..., None])
-    return quat, jnp.where(valid[..., None], shift, 0.0)
+    return quat, jnp.where(valid[..., None], shift, 0.0), pos, axis
 
 
 def kinematics(m: Model, d: Data) -> Data:
@@ -49,7 +49,7 @@ def kinematics(m: Model, d: Data) -> Data:
             mid = m.body_mocapid[mb]
             p = p.at[mb].set(d.mocap_pos[mid])
             q = q.at[mb].set(math.quat_normalize(d.mocap_quat[mid]))
-        jq, jt = _joint_transforms(m, d)
+        jq, jt, jpos, jaxis = _joint_transforms(m, d)
         nslot = t.jnt_slot.shape[0]
         before_p, before_q = [], []
         for k in range(nslot):
@@ -83,7 +83,7 @@ def kinematics(m: Model, d: Data) -> Data:
         if nslot:
             bp, bq = jnp.concatenate(before_p), jnp.concatenate(before_q)
             par = np.tile(m.body_parentid, nslot)
-            jpos, jaxis = m.jnt_pos[t.jnt_slot].reshape(-1, 3), m.jnt_axis[t.jnt_slot].reshape(-1, 3)
+            jpos, jaxis = jpos.reshape(-1, 3), jaxis.reshape(-1, 3)
             wq = xquat[par]
             wanchor = xpos[par] + math.quat_rot(wq, bp + math.quat_rot(bq, jpos))
             waxis = math.quat_rot(wq, math.quat_rot(bq, jaxis))

@@ -57,7 +57,7 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
         sel = here[:, None] & anc
         rows = jnp.where(sel, a, 0.0)
         scaled = rows / jnp.where(here, jnp.diagonal(a), 1.0)[:, None]
-        a = a - math.matmul(rows.T, scaled)
+        a = a - math.matmul_tn(rows, scaled)
         return jnp.where(sel, scaled, a), None
 
     a, _ = jax.lax.scan(eliminate, mat, m.tree.dof_level_mask[::-1])

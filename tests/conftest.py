@@ -4,6 +4,7 @@ import os
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("HURTLE_COMPILE_CACHE", "off")  # the CLI's compile cache stays out of the user's home
 
 import jax  # noqa: E402
 

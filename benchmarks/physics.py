@@ -197,7 +197,8 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
 
 def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
     """Run a benchmark worker process; its result is the JSON on its last `RESULT ` line, else the error."""
-    env = {**os.environ, "JAX_ENABLE_X64": "1" if x64 else "0"}
+    # compile times are cold ones: no persistent compilation cache, whatever the environment sets
+    env = {**os.environ, "JAX_ENABLE_X64": "1" if x64 else "0", "JAX_ENABLE_COMPILATION_CACHE": "0"}
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:

@@ -43,14 +43,31 @@ def factor_m(m: Model, d: Data) -> Data:
         return d.replace(qLD=ld, qLDiagInv=dinv)
 
 
+_CHAIN_MAX = 6
+
+
+def _chain(m: Model) -> int:
+    """Length of the chain of single dofs the dof tree starts with: dof i alone at depth i, as a
+    floating base's six or a planar root's three (at most `_CHAIN_MAX`, 0 when shorter than 2). Their
+    elimination and solve steps touch only the leading (p, p) block, so they are unrolled on that
+    block instead of each taking a pass over the whole matrix."""
+    masks = m.tree.dof_level_mask
+    p = 0
+    while p < min(len(masks), _CHAIN_MAX) and masks[p].sum() == 1 and masks[p, p]:
+        p += 1
+    return p if p >= 2 else 0
+
+
 def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Tree-sparse L'DL factorisation of a matrix with `qM`'s sparsity.
 
     Returns (LD, 1/D): LD holds L strictly below the diagonal and D on it. The depths are eliminated
-    in a `lax.scan` (one traced body however deep the tree), each step on whole (nv, nv) arrays with
-    the depth's rows selected by a mask.
+    deepest first in a `lax.scan` (one traced body however deep the tree), each step on whole
+    (nv, nv) arrays with the depth's rows selected by a mask; the leading chain (`_chain`) last, on
+    its own small block.
     """
     anc = m.tree.dof_anc & ~np.eye(m.nv, dtype=bool)  # strict ancestors
+    p = _chain(m)
 
     def eliminate(a, here):
         # every dof of this depth: a[anc, anc] -= outer(row, row) / pivot; its row becomes L's
@@ -60,18 +77,33 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = a - math.matmul_tn(rows, scaled)
         return jnp.where(sel, scaled, a), None
 
-    a, _ = jax.lax.scan(eliminate, mat, m.tree.dof_level_mask[::-1])
+    a = mat
+    if len(m.tree.dof_level_mask) > p:
+        a, _ = jax.lax.scan(eliminate, a, m.tree.dof_level_mask[p:][::-1])
+    if p:
+        # chain dof i's ancestors are dofs 0 .. i-1
+        blk = a[:p, :p]
+        below = np.tri(p, k=-1, dtype=bool)
+        for i in range(p - 1, 0, -1):
+            row = jnp.where(below[i], blk[i], 0.0)
+            scaled = row / blk[i, i]
+            blk = blk - row[:, None] * scaled[None, :]
+            blk = jnp.where((np.arange(p) == i)[:, None] & below[i], scaled[None, :], blk)
+        a = jax.lax.dynamic_update_slice(a, blk, (0, 0))
     diag = jnp.diag(a)
     ld = jnp.where(anc, a, 0.0) + jnp.diag(diag)
     return ld, 1.0 / diag
 
 
 def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
-    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), one depth of the dof tree per scan step."""
+    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), one depth of the dof tree per scan step
+    (the leading chain unrolled on its rows)."""
     lo = jnp.tril(ld, -1)
     vec = b.ndim == 1
     x = b[:, None] if vec else b
     masks = m.tree.dof_level_mask
+    p = _chain(m)
+    rest = masks[p:]
 
     # L' y = b: deepest dofs first, each pushes its value to its ancestors
     def up(x, here):
@@ -81,9 +113,22 @@ def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     def down(x, here):
         return x - math.matmul(jnp.where(here[:, None], lo, 0.0), x), None
 
-    x, _ = jax.lax.scan(up, x, masks[::-1])
+    if len(rest):
+        x, _ = jax.lax.scan(up, x, rest[::-1])
+    if p:
+        head = x[:p]
+        for i in range(p - 1, 0, -1):
+            head = head - lo[i, :p][:, None] * head[i][None, :]  # lo[i, j] = 0 for j >= i
+        x = jax.lax.dynamic_update_slice(x, head, (0, 0))
     x = x * dinv[:, None]
-    x, _ = jax.lax.scan(down, x, masks)
+    if p:
+        rows = [x[i] for i in range(p)]
+        for i in range(1, p):
+            for j in range(i):
+                rows[i] = rows[i] - lo[i, j] * rows[j]
+        x = jax.lax.dynamic_update_slice(x, jnp.stack(rows), (0, 0))
+    if len(rest):
+        x, _ = jax.lax.scan(down, x, rest)
     return x[:, 0] if vec else x
 
 

@@ -169,10 +169,13 @@ class _Ctx(NamedTuple):
     rows: _Rows
 
 
-def _eval(ctx: _Ctx, qacc: jax.Array):
-    """Cost, gradient, row forces, states and Hessian weights at qacc."""
-    Ma = math.matmul(ctx.M, qacc)
-    jar = math.matmul(ctx.J, qacc) - ctx.aref
+def _eval(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None):
+    """Cost, gradient, row forces, states and Hessian weights at qacc (M qacc and J qacc - aref
+    computed unless given)."""
+    if Ma is None:
+        Ma = math.matmul(ctx.M, qacc)
+    if jar is None:
+        jar = math.matmul(ctx.J, qacc) - ctx.aref
     force, state, rcost, hw, blocks = row_update(ctx.rows, jar)
     gauss = 0.5 * jnp.dot(Ma - ctx.qfrc_smooth, qacc - ctx.qacc_smooth)
     grad = Ma - ctx.qfrc_smooth - math.matmul(ctx.J.T, force)
@@ -189,10 +192,12 @@ class _Line(NamedTuple):
     jar: jax.Array  # J qacc - aref
 
 
-def _line(ctx: _Ctx, qacc: jax.Array, p: jax.Array) -> _Line:
-    return _Line(
-        p, math.matmul(ctx.M, p), math.matmul(ctx.J, p), math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
-    )
+def _line(ctx: _Ctx, qacc: jax.Array, p: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None) -> _Line:
+    if Ma is None:
+        Ma = math.matmul(ctx.M, qacc)
+    if jar is None:
+        jar = math.matmul(ctx.J, qacc) - ctx.aref
+    return _Line(p, math.matmul(ctx.M, p), math.matmul(ctx.J, p), Ma, jar)
 
 
 def _line_derivs(ctx: _Ctx, line: _Line, alpha):
@@ -209,7 +214,7 @@ def _line_derivs(ctx: _Ctx, line: _Line, alpha):
     return g, h, state
 
 
-def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=False):
+def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=False, line: _Line | None = None):
     """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton.
 
     Returns the step and the number of line-search steps after the first derivative at alpha = 0 (no
@@ -223,9 +228,11 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=Fals
 
     The derivative at alpha = 0 is the loop's first pass (one traced row update for the whole search):
     from there the first step is the Newton step, and the search ends at once if p does not descend.
-    With `skip` the search does not start (alpha = 0).
+    With `skip` the search does not start (alpha = 0). `line` is `_line(ctx, qacc, p)` when the caller
+    has it.
     """
-    line = _line(ctx, qacc, p)
+    if line is None:
+        line = _line(ctx, qacc, p)
 
     def step(carry):
         alpha, lo, hi, was_done, it, prev_state, newton = carry
@@ -264,6 +271,8 @@ def _context(m: Model, d: Data) -> _Ctx:
 
 class _State(NamedTuple):
     qacc: jax.Array
+    Ma: jax.Array  # M qacc
+    jar: jax.Array  # J qacc - aref
     force: jax.Array
     cost: jax.Array
     grad: jax.Array
@@ -287,11 +296,17 @@ def solve(m: Model, d: Data) -> Data:
         gtol_ls = tol * m.opt.ls_tolerance / scale
 
         # warm start: the better of qacc_warmstart and qacc_smooth (both costs in one vectorised pass)
+        # M qacc and J qacc - aref are carried and moved with qacc (+ alpha M p, + alpha J p, as
+        # MuJoCo's solver updates them), so an iteration multiplies by J and M once, for its direction
         qacc = d.qacc_smooth
-        if not m.disabled(_DSBL.mjDSBL_WARMSTART):
+        if m.disabled(_DSBL.mjDSBL_WARMSTART):
+            Ma, jar = math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
+        else:
             cand = jnp.stack([d.qacc_warmstart, d.qacc_smooth])
-            cw, cs = jax.vmap(lambda q: _eval(ctx, q)[0])(cand)
-            qacc = jnp.where(cw < cs, d.qacc_warmstart, d.qacc_smooth)
+            Mc, jc = math.matmul(cand, ctx.M.T), math.matmul(cand, ctx.J.T) - ctx.aref
+            cw, cs = jax.vmap(lambda q, Ma, jar: _eval(ctx, q, Ma, jar)[0])(cand, Mc, jc)
+            warm = cw < cs
+            qacc, Ma, jar = (jnp.where(warm, x[0], x[1]) for x in (cand, Mc, jc))
 
         def precondition(grad, hess):
             if newton:
@@ -313,15 +328,17 @@ def solve(m: Model, d: Data) -> Data:
         states = jnp.zeros(zeros_r.shape, jnp.int32)
         start = jnp.full((), -1, jnp.int32)
         init = _State(
-            qacc, zeros_r, jnp.zeros((), qacc.dtype), zeros_v, zeros_v, zeros_v, states, start, jnp.zeros((), bool)
+            qacc, Ma, jar, zeros_r, jnp.zeros((), qacc.dtype), zeros_v, zeros_v, zeros_v, states, start, jnp.zeros((), bool)
         )
 
         def iterate(s: _State) -> _State:
             first = s.it < 0
             gtol = gtol_ls * math.safe_norm(s.search)
-            alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first)
+            line = _line(ctx, s.qacc, s.search, s.Ma, s.jar)
+            alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line)
             qacc = s.qacc + alpha * s.search
-            cost, grad, force, state, hw = _eval(ctx, qacc)
+            Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
+            cost, grad, force, state, hw = _eval(ctx, qacc, Ma, jar)
             mgrad = precondition(grad, hw)
             improvement = scale * (s.cost - cost)
             gradient = scale * math.safe_norm(grad)
@@ -344,7 +361,7 @@ def solve(m: Model, d: Data) -> Data:
                 search = jnp.where(first, -mgrad, _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad))
                 stop0 = gap < tol
             stop = jnp.where(first, stop0, stop)
-            new = _State(qacc, force, cost, grad, search, mgrad, state, s.it + 1, stop)
+            new = _State(qacc, Ma, jar, force, cost, grad, search, mgrad, state, s.it + 1, stop)
             # in fixed mode a converged problem keeps its solution
             return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 

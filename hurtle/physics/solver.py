@@ -328,7 +328,17 @@ def solve(m: Model, d: Data) -> Data:
         states = jnp.zeros(zeros_r.shape, jnp.int32)
         start = jnp.full((), -1, jnp.int32)
         init = _State(
-            qacc, Ma, jar, zeros_r, jnp.zeros((), qacc.dtype), zeros_v, zeros_v, zeros_v, states, start, jnp.zeros((), bool)
+            qacc,
+            Ma,
+            jar,
+            zeros_r,
+            jnp.zeros((), qacc.dtype),
+            zeros_v,
+            zeros_v,
+            zeros_v,
+            states,
+            start,
+            jnp.zeros((), bool),
         )
 
         def iterate(s: _State) -> _State:

@@ -169,13 +169,16 @@ class _Ctx(NamedTuple):
     rows: _Rows
 
 
+def _products(ctx: _Ctx, qacc: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """M qacc and J qacc - aref."""
+    return math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
+
+
 def _eval(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None):
-    """Cost, gradient, row forces, states and Hessian weights at qacc (M qacc and J qacc - aref
+    """Cost, gradient, row forces, states and Hessian weights at qacc (`Ma`, `jar`: its `_products`,
     computed unless given)."""
-    if Ma is None:
-        Ma = math.matmul(ctx.M, qacc)
-    if jar is None:
-        jar = math.matmul(ctx.J, qacc) - ctx.aref
+    if Ma is None or jar is None:
+        Ma, jar = _products(ctx, qacc)
     force, state, rcost, hw, blocks = row_update(ctx.rows, jar)
     gauss = 0.5 * jnp.dot(Ma - ctx.qfrc_smooth, qacc - ctx.qacc_smooth)
     grad = Ma - ctx.qfrc_smooth - math.matmul(ctx.J.T, force)
@@ -193,10 +196,8 @@ class _Line(NamedTuple):
 
 
 def _line(ctx: _Ctx, qacc: jax.Array, p: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None) -> _Line:
-    if Ma is None:
-        Ma = math.matmul(ctx.M, qacc)
-    if jar is None:
-        jar = math.matmul(ctx.J, qacc) - ctx.aref
+    if Ma is None or jar is None:
+        Ma, jar = _products(ctx, qacc)
     return _Line(p, math.matmul(ctx.M, p), math.matmul(ctx.J, p), Ma, jar)
 
 
@@ -300,10 +301,10 @@ def solve(m: Model, d: Data) -> Data:
         # MuJoCo's solver updates them), so an iteration multiplies by J and M once, for its direction
         qacc = d.qacc_smooth
         if m.disabled(_DSBL.mjDSBL_WARMSTART):
-            Ma, jar = math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
+            Ma, jar = _products(ctx, qacc)
         else:
             cand = jnp.stack([d.qacc_warmstart, d.qacc_smooth])
-            Mc, jc = math.matmul(cand, ctx.M.T), math.matmul(cand, ctx.J.T) - ctx.aref
+            Mc, jc = jax.vmap(lambda q: _products(ctx, q))(cand)
             cw, cs = jax.vmap(lambda q, Ma, jar: _eval(ctx, q, Ma, jar)[0])(cand, Mc, jc)
             warm = cw < cs
             qacc, Ma, jar = (jnp.where(warm, x[0], x[1]) for x in (cand, Mc, jc))

@@ -462,6 +462,17 @@ def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray):
     return solref, srf, solimp, jnp.maximum(1e-5, friction), margin, gap
 
 
+def slot_geoms(m: Model) -> tuple[np.ndarray, np.ndarray] | None:
+    """(geom1, geom2) of every contact slot, fixed when the model is built: collision fills slot
+    `g.slot[i, j]` from pair i of group g. None when the caller fills the slots (`contact_dims`)."""
+    if not m.collision:
+        return None
+    g1, g2 = np.full(m.ncon_max, -1), np.full(m.ncon_max, -1)
+    for g in m.collision:
+        g1[g.slot], g2[g.slot] = g.geom1[:, None], g.geom2[:, None]
+    return g1, g2
+
+
 def collision(m: Model, d: Data) -> Data:
     """Contacts of every candidate pair: geometry, frame and mixed parameters (mj_collision).
 

@@ -14,6 +14,7 @@ import mujoco
 import numpy as np
 
 from hurtle.physics import inertia, math
+from hurtle.physics.collision import slot_geoms
 from hurtle.physics.dataclass import pytree_dataclass, static_field
 from hurtle.physics.types import JNT_BALL, Data, Model
 
@@ -115,10 +116,7 @@ def build_layout(m: mujoco.MjModel, contact_dims=()) -> Layout:
 
 def jac_point(m: Model, d: Data, body: np.ndarray, point: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Translational and rotational Jacobians (k, 3, nv) of world points fixed to bodies (mj_jac)."""
-    if isinstance(body, np.ndarray):
-        mask, root = m.tree.body_dof_anc[body][:, None, :], m.body_rootid[body]
-    else:  # traced body ids (contacts)
-        mask, root = jnp.asarray(m.tree.body_dof_anc)[body][:, None, :], jnp.asarray(m.body_rootid)[body]
+    mask, root = m.tree.body_dof_anc[body][:, None, :], m.body_rootid[body]
     offset = point - d.subtree_com[root]  # (k, 3)
     ang, lin = d.cdof[:, :3].T, d.cdof[:, 3:].T  # (3, nv)
     jacr = jnp.where(mask, ang[None], 0.0)
@@ -345,6 +343,7 @@ def _contact_rows(m: Model, d: Data):
     """(rows, J, slots) per contact dimension: the normal, or the pyramid edges N +- mu_k T_k."""
     lay = m.efc
     con = d.contact
+    geoms = slot_geoms(m)
     out = []
     for dim in (1, 3, 4, 6):
         first = np.nonzero(np.isin(lay.type, _CONTACTS) & (lay.group == np.arange(lay.nefc)))[0]
@@ -352,16 +351,13 @@ def _contact_rows(m: Model, d: Data):
         if not first.size:
             continue
         slots = lay.id[first]
-        b1 = jnp.asarray(m.geom_bodyid)[con.geom1[slots]]
-        b2 = jnp.asarray(m.geom_bodyid)[con.geom2[slots]]
-        p = con.pos[slots]
-        jp1, jr1 = jac_point(m, d, b1, p)
-        jp2, jr2 = jac_point(m, d, b2, p)
-        frame = con.frame[slots]
+        if geoms is None:  # caller-filled slots: the bodies are data
+            bodyid = jnp.asarray(m.geom_bodyid)
+            b1, b2 = bodyid[con.geom1[slots]], bodyid[con.geom2[slots]]
+        else:
+            b1, b2 = m.geom_bodyid[geoms[0][slots]], m.geom_bodyid[geoms[1][slots]]
         # rows: normal, two tangents, then rotations about the normal and the tangents
-        a = jnp.concatenate(
-            [math.einsum("kij,kjv->kiv", frame, jp2 - jp1), math.einsum("kij,kjv->kiv", frame, jr2 - jr1)], 1
-        )
+        a = _contact_jac(m, d, b1, b2, con.pos[slots], con.frame[slots], rotation=dim > 3)
         if dim == 1:
             jac = a[:, :1]
         elif m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC:
@@ -372,6 +368,43 @@ def _contact_rows(m: Model, d: Data):
             jac = edges.reshape(len(slots), 2 * (dim - 1), m.nv)
         out.append((first[:, None] + np.arange(jac.shape[1]), jac, slots))
     return out
+
+
+def _contact_jac(m: Model, d: Data, b1, b2, point: jax.Array, frame: jax.Array, rotation: bool) -> jax.Array:
+    """frame @ (J(b2, point) - J(b1, point)) for k contacts: (k, 3, nv) translational rows, then
+    (k, 3, nv) rotational ones when `rotation` (mj_jacDifPair, rotated into the contact frame).
+
+    The dofs that move both bodies cancel exactly (the same root, so the same Jacobian column), so
+    only each body's own dofs contribute: dof v of body 2 gives F lin_v + F (ang_v x off2) =
+    F lin_v + H2 ang_v with H2's rows off2 x F_i (off = point - subtree_com[root]), body 1's the same
+    negated. Bodies given as numpy arrays (contact slots fixed by the model) make the dof masks
+    constants; everything is multiply-adds over (k, 3, nv), which XLA fuses (a batched 3x3 product
+    per contact ran as a slow reduction kernel).
+    """
+    anc = m.tree.body_dof_anc
+    if isinstance(b1, np.ndarray) and isinstance(b2, np.ndarray):
+        m1, m2, rootid = anc[b1], anc[b2], m.body_rootid
+    else:
+        anc = jnp.asarray(anc)
+        m1, m2, rootid = anc[b1], anc[b2], jnp.asarray(m.body_rootid)
+    own1, own2 = m1 & ~m2, m2 & ~m1  # (k, nv)
+    dt = frame.dtype
+    sign = (own2.astype(dt) - own1.astype(dt))[:, None, :]  # (k, 1, nv)
+    ang, lin = d.cdof[:, :3], d.cdof[:, 3:]  # (nv, 3)
+
+    def rotate(f, v):  # (k, 3, 3) rows dotted with (nv, 3) vectors -> (k, 3, nv)
+        return sum(f[:, :, j, None] * v[None, None, :, j] for j in range(3))
+
+    trans = sign * rotate(frame, lin)
+    for own, b, s in ((own2, b2, 1.0), (own1, b1, -1.0)):
+        if isinstance(own, np.ndarray) and not own.any():
+            continue  # no dofs of its own (the world, or a body welded to it)
+        off = point - d.subtree_com[rootid[b]]  # (k, 3)
+        h = math.cross(off[:, None, :], s * frame)  # (k, 3, 3): +-(off x F_i)
+        trans = trans + jnp.where(own[:, None, :], rotate(h, ang), 0.0)
+    if not rotation:
+        return trans
+    return jnp.concatenate([trans, sign * rotate(frame, ang)], 1)
 
 
 def _contact_regulariser(m: Model, d: Data, R: jax.Array) -> jax.Array:

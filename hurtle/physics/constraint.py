@@ -296,9 +296,9 @@ def make_constraint(m: Model, d: Data) -> Data:
 
         con = d.contact
         normal_only = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # elliptic: pos on the normal row only
-        for rows, jac, slots in _contact_rows(m, d):
+        for rows, jac, slots, moved in _contact_rows(m, d):
             keep = (np.arange(rows.shape[1]) == 0) | (not normal_only)
-            act = con.active[slots] & jnp.any(jac != 0, axis=(1, 2))  # MuJoCo skips dof-less contacts
+            act = con.active[slots] & moved  # MuJoCo skips contacts no dof moves
             Js.append((rows, jac))
             poss.append((rows, jnp.where(keep, con.dist[slots][:, None], 0.0)))
             margins.append((rows, jnp.where(keep, con.includemargin[slots][:, None], 0.0)))
@@ -340,7 +340,8 @@ def _assemble(n: int, pieces: list, fill: jax.Array) -> jax.Array:
 
 
 def _contact_rows(m: Model, d: Data):
-    """(rows, J, slots) per contact dimension: the normal, or the pyramid edges N +- mu_k T_k."""
+    """(rows, J, slots, moved) per contact dimension: the rows are the normal, or the pyramid edges
+    N +- mu_k T_k; `moved` whether any dof moves either body (MuJoCo skips a contact none does)."""
     lay = m.efc
     con = d.contact
     geoms = slot_geoms(m)
@@ -357,7 +358,7 @@ def _contact_rows(m: Model, d: Data):
         else:
             b1, b2 = m.geom_bodyid[geoms[0][slots]], m.geom_bodyid[geoms[1][slots]]
         # rows: normal, two tangents, then rotations about the normal and the tangents
-        a = _contact_jac(m, d, b1, b2, con.pos[slots], con.frame[slots], rotation=dim > 3)
+        a, moved = _contact_jac(m, d, b1, b2, con.pos[slots], con.frame[slots], rotation=dim > 3)
         if dim == 1:
             jac = a[:, :1]
         elif m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC:
@@ -366,13 +367,14 @@ def _contact_rows(m: Model, d: Data):
             mu = con.friction[slots][:, : dim - 1, None]  # (k, dim-1, 1)
             edges = jnp.stack([a[:, :1] + mu * a[:, 1:dim], a[:, :1] - mu * a[:, 1:dim]], 2)  # (k, dim-1, 2, nv)
             jac = edges.reshape(len(slots), 2 * (dim - 1), m.nv)
-        out.append((first[:, None] + np.arange(jac.shape[1]), jac, slots))
+        out.append((first[:, None] + np.arange(jac.shape[1]), jac, slots, moved))
     return out
 
 
-def _contact_jac(m: Model, d: Data, b1, b2, point: jax.Array, frame: jax.Array, rotation: bool) -> jax.Array:
+def _contact_jac(m: Model, d: Data, b1, b2, point: jax.Array, frame: jax.Array, rotation: bool):
     """frame @ (J(b2, point) - J(b1, point)) for k contacts: (k, 3, nv) translational rows, then
-    (k, 3, nv) rotational ones when `rotation` (mj_jacDifPair, rotated into the contact frame).
+    (k, 3, nv) rotational ones when `rotation` (mj_jacDifPair, rotated into the contact frame); and
+    (k,) whether any dof moves either body (mj_jacDifPair's dof count is not zero).
 
     The dofs that move both bodies cancel exactly (the same root, so the same Jacobian column), so
     only each body's own dofs contribute: dof v of body 2 gives F lin_v + F (ang_v x off2) =
@@ -402,9 +404,10 @@ def _contact_jac(m: Model, d: Data, b1, b2, point: jax.Array, frame: jax.Array, 
         off = point - d.subtree_com[rootid[b]]  # (k, 3)
         h = math.cross(off[:, None, :], s * frame)  # (k, 3, 3): +-(off x F_i)
         trans = trans + jnp.where(own[:, None, :], rotate(h, ang), 0.0)
+    moved = (m1 | m2).any(-1)
     if not rotation:
-        return trans
-    return jnp.concatenate([trans, sign * rotate(frame, ang)], 1)
+        return trans, moved
+    return jnp.concatenate([trans, sign * rotate(frame, ang)], 1), moved
 
 
 def _contact_regulariser(m: Model, d: Data, R: jax.Array) -> jax.Array:

@@ -147,17 +147,10 @@ def _advance(m: Model, d: Data, act_dot: jax.Array, qacc: jax.Array, qvel: jax.A
 def euler(m: Model, d: Data) -> Data:
     """Semi-implicit Euler, with joint damping integrated implicitly (mj_Euler)."""
     with jax.named_scope("euler"):
-        damped = (
-            not m.disabled(_DSBL.mjDSBL_EULERDAMP)
-            and not m.disabled(_DSBL.mjDSBL_DAMPER)
-            and m.nv
-            and m.has_dof_damping
-        )
-        if not damped:
+        if not inertia.euler_damped(m):
             return _advance(m, d, d.act_dot, d.qacc)
-        qh = d.qM + jnp.diag(m.opt.timestep * m.dof_damping)
-        ld, dinv = inertia.factor(m, qh)
-        qacc = inertia.solve(m, ld, dinv, d.qfrc_smooth + d.qfrc_constraint)
+        # (M + h D) qacc = qfrc, with M + h D factorised by factor_m (from forward) in qH
+        qacc = inertia.solve(m, d.qH, d.qHDiagInv, d.qfrc_smooth + d.qfrc_constraint)
         return _advance(m, d, d.act_dot, qacc)
 
 

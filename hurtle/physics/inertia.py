@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 
 from hurtle.physics import math
-from hurtle.physics.types import Data, Model
+from hurtle.physics.types import INT_EULER, Data, Model
 
 
 def crb(m: Model, d: Data) -> Data:
@@ -36,11 +37,29 @@ def crb(m: Model, d: Data) -> Data:
         return d.replace(crb=crb_, qM=qm)
 
 
+def euler_damped(m: Model) -> bool:
+    """Whether the model's Euler step integrates joint damping implicitly, with M + h diag(damping)."""
+    dsbl = mujoco.mjtDisableBit
+    return bool(
+        m.opt.integrator == INT_EULER
+        and m.nv
+        and m.has_dof_damping
+        and not m.disabled(dsbl.mjDSBL_EULERDAMP)
+        and not m.disabled(dsbl.mjDSBL_DAMPER)
+    )
+
+
 def factor_m(m: Model, d: Data) -> Data:
-    """L'DL factorisation of `qM` into `qLD` (L below the diagonal, D on it) and `qLDiagInv`."""
+    """L'DL factorisation of `qM` into `qLD` (L below the diagonal, D on it) and `qLDiagInv`; for a
+    damped Euler model also that of qM + h diag(dof_damping) into `qH`, `qHDiagInv`. Both depend
+    only on the positions, so they are factorised together: one traced pass over a stacked pair."""
     with jax.named_scope("factor_m"):
-        ld, dinv = factor(m, d.qM)
-        return d.replace(qLD=ld, qLDiagInv=dinv)
+        if not euler_damped(m):
+            ld, dinv = factor(m, d.qM)
+            return d.replace(qLD=ld, qLDiagInv=dinv)
+        qh = d.qM + jnp.diag(m.opt.timestep * m.dof_damping)
+        ld, dinv = jax.vmap(lambda a: factor(m, a))(jnp.stack([d.qM, qh]))
+        return d.replace(qLD=ld[0], qLDiagInv=dinv[0], qH=ld[1], qHDiagInv=dinv[1])
 
 
 _CHAIN_MAX = 6

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from hurtle.physics.inertia import euler_damped
 from hurtle.physics.model import float_dtype
 from hurtle.physics.types import Contact, Data, Model
 
@@ -63,6 +64,8 @@ def _shapes(m: Model) -> dict[str, tuple[int, ...]]:
         qM=(nv, nv),
         qLD=(nv, nv),
         qLDiagInv=(nv,),
+        qH=(nv, nv) if euler_damped(m) else (0, 0),
+        qHDiagInv=(nv,) if euler_damped(m) else (0,),
         cvel=(nb, 6),
         cdof_dot=(nv, 6),
         ten_velocity=(m.ntendon,),
@@ -104,7 +107,17 @@ _EFC_VEC = (
     "efc_aref",
     "efc_force",
 )
-_NOT_COPIED = set(_EFC_VEC) | {"efc_J", "efc_KBIP", "qLD", "qLDiagInv", "efc_state", "efc_active", "solver_niter"}
+_NOT_COPIED = set(_EFC_VEC) | {
+    "efc_J",
+    "efc_KBIP",
+    "qLD",
+    "qLDiagInv",
+    "qH",
+    "qHDiagInv",
+    "efc_state",
+    "efc_active",
+    "solver_niter",
+}
 
 
 def make_data(m: Model) -> Data:

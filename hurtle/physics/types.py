@@ -325,6 +325,10 @@ class Data:
     qM: jax.Array
     qLD: jax.Array
     qLDiagInv: jax.Array
+    # L'DL factor of qM + h diag(dof_damping), Euler's implicit damping (MuJoCo's qH, qHDiagInv),
+    # dense like qLD; shape (0, 0) and (0,) when the model's Euler step does not use it
+    qH: jax.Array
+    qHDiagInv: jax.Array
     contact: Contact
     # velocity dependent
     cvel: jax.Array

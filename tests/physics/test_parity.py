@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import hurtle.physics as hp
+from hurtle.physics.inertia import euler_damped
 from tests.physics import parity as P
 
 MODELS = os.path.join(os.path.dirname(__file__), "models")
@@ -121,3 +122,25 @@ def test_mass_matrix_factor_matches_mujoco(name):
         d = jax.tree.map(lambda x, b=b: x[b], out)
         mine = jax.jit(hp.solve_m)(model, d, jnp.asarray(rhs[0]))
         assert P.rel_error(np.asarray(mine), ref[0]) <= P.TOL
+
+
+@pytest.mark.parametrize("name", ["multi_joint.xml", "hinge_chain.xml"])
+def test_euler_damped_factor_matches_mujoco(name):
+    """An Euler step's qH (the L'DL factor of qM + h diag(dof_damping), from factor_m) is MuJoCo's:
+    the same D (qHDiagInv) and an exact factor of the damped matrix; a model without the implicit
+    damping has no qH."""
+    mm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, name))
+    mm.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    model = hp.from_mujoco(mm)
+    assert euler_damped(model) and model.nv > 1
+    mjd = P.random_state(mm, np.random.default_rng(3))
+    d = jax.jit(hp.step)(model, hp.from_mjdata(model, mjd, mm))
+    mujoco.mj_step(mm, mjd)
+    assert P.rel_error(np.asarray(d.qHDiagInv), mjd.qHDiagInv) <= P.TOL
+    ld = np.asarray(d.qH)
+    L = np.tril(ld, -1) + np.eye(mm.nv)
+    damped = np.asarray(d.qM) + mm.opt.timestep * np.diag(mm.dof_damping)
+    assert P.rel_error(L.T @ np.diag(np.diag(ld)) @ L, damped) <= 1e-12  # float64 rounding
+    mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_EULERDAMP
+    undamped = hp.from_mujoco(mm)
+    assert not euler_damped(undamped) and hp.make_data(undamped).qH.shape == (0, 0)

@@ -373,6 +373,10 @@ def solve(m: Model, d: Data) -> Data:
                 stop0 = gap < tol
             stop = jnp.where(first, stop0, stop)
             new = _State(qacc, Ma, jar, force, cost, grad, search, mgrad, state, s.it + 1, stop)
+            if not fixed:
+                # the while loop never runs a done state (under vmap, its batching keeps a done
+                # world's state): no select here
+                return new
             # in fixed mode a converged problem keeps its solution
             return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 

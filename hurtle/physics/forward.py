@@ -147,10 +147,15 @@ def _advance(m: Model, d: Data, act_dot: jax.Array, qacc: jax.Array, qvel: jax.A
 def euler(m: Model, d: Data) -> Data:
     """Semi-implicit Euler, with joint damping integrated implicitly (mj_Euler)."""
     with jax.named_scope("euler"):
-        if not inertia.euler_damped(m):
+        if not inertia.implicit_damping(m):
             return _advance(m, d, d.act_dot, d.qacc)
-        # (M + h D) qacc = qfrc, with M + h D factorised by factor_m (from forward) in qH
-        qacc = inertia.solve(m, d.qH, d.qHDiagInv, d.qfrc_smooth + d.qfrc_constraint)
+        # (M + h D) qacc = qfrc, with M + h D factorised by factor_m (from forward) in qH; a model
+        # whose own integrator is not Euler has no qH, so its factor is computed here
+        if inertia.euler_damped(m):
+            ld, dinv = d.qH, d.qHDiagInv
+        else:
+            ld, dinv = inertia.factor(m, inertia.damped_inertia(m, d))
+        qacc = inertia.solve(m, ld, dinv, d.qfrc_smooth + d.qfrc_constraint)
         return _advance(m, d, d.act_dot, qacc)
 
 

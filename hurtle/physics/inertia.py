@@ -37,16 +37,22 @@ def crb(m: Model, d: Data) -> Data:
         return d.replace(crb=crb_, qM=qm)
 
 
-def euler_damped(m: Model) -> bool:
-    """Whether the model's Euler step integrates joint damping implicitly, with M + h diag(damping)."""
+def implicit_damping(m: Model) -> bool:
+    """Whether an Euler step of the model integrates joint damping implicitly, with M + h diag(damping)."""
     dsbl = mujoco.mjtDisableBit
     return bool(
-        m.opt.integrator == INT_EULER
-        and m.nv
-        and m.has_dof_damping
-        and not m.disabled(dsbl.mjDSBL_EULERDAMP)
-        and not m.disabled(dsbl.mjDSBL_DAMPER)
+        m.nv and m.has_dof_damping and not m.disabled(dsbl.mjDSBL_EULERDAMP) and not m.disabled(dsbl.mjDSBL_DAMPER)
     )
+
+
+def euler_damped(m: Model) -> bool:
+    """Whether the model steps with Euler and implicit damping: `factor_m` then fills `qH`."""
+    return m.opt.integrator == INT_EULER and implicit_damping(m)
+
+
+def damped_inertia(m: Model, d: Data) -> jax.Array:
+    """qM + h diag(dof_damping): the matrix of Euler's implicit damping (MuJoCo's qH before factoring)."""
+    return d.qM + jnp.diag(m.opt.timestep * m.dof_damping)
 
 
 def factor_m(m: Model, d: Data) -> Data:
@@ -57,8 +63,7 @@ def factor_m(m: Model, d: Data) -> Data:
         if not euler_damped(m):
             ld, dinv = factor(m, d.qM)
             return d.replace(qLD=ld, qLDiagInv=dinv)
-        qh = d.qM + jnp.diag(m.opt.timestep * m.dof_damping)
-        ld, dinv = jax.vmap(lambda a: factor(m, a))(jnp.stack([d.qM, qh]))
+        ld, dinv = jax.vmap(lambda a: factor(m, a))(jnp.stack([d.qM, damped_inertia(m, d)]))
         return d.replace(qLD=ld[0], qLDiagInv=dinv[0], qH=ld[1], qHDiagInv=dinv[1])
 
 

@@ -145,6 +145,22 @@ def test_pendulum_held_at_its_limit():
     assert float(jnp.max(jnp.abs(d.efc_force))) > 0
 
 
+def test_contact_kept_when_a_dof_moves_its_body_though_its_jacobian_is_zero():
+    """MuJoCo skips a contact only when no dof moves either body (mj_jacDifPair's dof count): a sphere
+    on a vertical hinge through its contact point has an all-zero frictionless row, and it is kept."""
+    xml = """<mujoco><worldbody><geom type="plane" size="1 1 0.1" condim="1"/>
+      <body pos="0 0 0.09"><joint type="hinge" axis="0 0 1"/><geom type="sphere" size="0.1" condim="1"/>
+      </body></worldbody></mujoco>"""
+    mm = mujoco.MjModel.from_xml_string(xml)
+    md = mujoco.MjData(mm)
+    mujoco.mj_forward(mm, md)
+    assert md.ncon == 1 and md.nefc == 1 and not np.any(md.efc_J)
+    model = hp.from_mujoco(mm)
+    d = jax.jit(hp.forward)(model, hp.make_data(model))
+    act = np.asarray(d.efc_active)
+    assert act.sum() == md.nefc and not np.any(np.asarray(d.efc_J)[act])
+
+
 def test_weld_holds_a_body_under_gravity():
     xml = """<mujoco><option><flag contact="disable"/></option><worldbody>
       <body name="box" pos="0 0 1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body></worldbody>

@@ -141,6 +141,16 @@ def test_euler_damped_factor_matches_mujoco(name):
     L = np.tril(ld, -1) + np.eye(mm.nv)
     damped = np.asarray(d.qM) + mm.opt.timestep * np.diag(mm.dof_damping)
     assert P.rel_error(L.T @ np.diag(np.diag(ld)) @ L, damped) <= 1e-12  # float64 rounding
+    # `euler` on a model stepped by another integrator (no qH) still damps implicitly, as mj_Euler
+    mm.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    rk4 = hp.from_mujoco(mm)
+    assert not euler_damped(rk4) and hp.make_data(rk4).qH.shape == (0, 0)
+    mjd = P.random_state(mm, np.random.default_rng(4))
+    e = jax.jit(lambda m, d: hp.euler(m, hp.forward(m, d)))(rk4, hp.from_mjdata(rk4, mjd, mm))
+    mujoco.mj_forward(mm, mjd)
+    mujoco.mj_Euler(mm, mjd)
+    assert P.rel_error(np.asarray(e.qvel), mjd.qvel) <= P.TOL
+    mm.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
     mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_EULERDAMP
     undamped = hp.from_mujoco(mm)
     assert not euler_damped(undamped) and hp.make_data(undamped).qH.shape == (0, 0)

@@ -427,25 +427,41 @@ def make_frame(normal: jax.Array, tangent: jax.Array) -> jax.Array:
 def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray):
     """Mixed contact parameters of the pairs (g1, g2) (mj_contactParam, or the explicit pair's)."""
     p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
-    s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
+    # every parameter of both geoms in two gathers from one table (a gather per field and side made
+    # a kernel each); the slices fuse into the mixing arithmetic
+    table = jnp.concatenate(
+        [
+            m.geom_solmix[:, None],
+            m.geom_solref,
+            m.geom_solimp,
+            m.geom_friction,
+            m.geom_margin[:, None],
+            m.geom_gap[:, None],
+        ],
+        -1,
+    )
+    t1, t2 = table[g1], table[g2]
+    s1, s2 = t1[:, 0], t2[:, 0]
+    r1, r2 = t1[:, 1:3], t2[:, 1:3]
+    i1, i2 = t1[:, 3:8], t2[:, 3:8]
+    f1, f2 = t1[:, 8:11], t2[:, 8:11]
     both = (s1 >= math.MINVAL) & (s2 >= math.MINVAL)
     mix = jnp.where(
         both,
         s1 / jnp.where(both, s1 + s2, 1.0),
         jnp.where((s1 < math.MINVAL) & (s2 < math.MINVAL), 0.5, jnp.where(s1 < math.MINVAL, 0.0, 1.0)),
     )
-    r1, r2 = m.geom_solref[g1], m.geom_solref[g2]
     standard = (r1[:, 0] > 0) & (r2[:, 0] > 0)
     solref = jnp.where(standard[:, None], mix[:, None] * r1 + (1 - mix[:, None]) * r2, jnp.minimum(r1, r2))
-    solimp = mix[:, None] * m.geom_solimp[g1] + (1 - mix[:, None]) * m.geom_solimp[g2]
-    fri = jnp.maximum(m.geom_friction[g1], m.geom_friction[g2])
+    solimp = mix[:, None] * i1 + (1 - mix[:, None]) * i2
+    fri = jnp.maximum(f1, f2)
     hi1, hi2 = (p1 > p2)[:, None], (p1 < p2)[:, None]
     solref = jnp.where(hi1, r1, jnp.where(hi2, r2, solref))
-    solimp = jnp.where(hi1, m.geom_solimp[g1], jnp.where(hi2, m.geom_solimp[g2], solimp))
-    fri = jnp.where(hi1, m.geom_friction[g1], jnp.where(hi2, m.geom_friction[g2], fri))
+    solimp = jnp.where(hi1, i1, jnp.where(hi2, i2, solimp))
+    fri = jnp.where(hi1, f1, jnp.where(hi2, f2, fri))
     friction = fri[:, np.array([0, 0, 1, 2, 2])]
-    margin = m.geom_margin[g1] + m.geom_margin[g2]
-    gap = m.geom_gap[g1] + m.geom_gap[g2]
+    margin = t1[:, 11] + t2[:, 11]
+    gap = t1[:, 12] + t2[:, 12]
     srf = jnp.zeros_like(solref)
     explicit = ipair >= 0
     if np.any(explicit):

@@ -208,7 +208,7 @@ def _equality_rows(m: Model, d: Data):
         if kind == EQ_JOINT:
             x1 = d.qpos[m.jnt_qposadr[o1]] - m.qpos0[m.jnt_qposadr[o1]]
             x2 = d.qpos[m.jnt_qposadr[o2s]] - m.qpos0[m.jnt_qposadr[o2s]]
-            eye = jnp.eye(m.nv, dtype=d.qpos.dtype)
+            eye = np.eye(m.nv, dtype=d.qpos.dtype)
             j1, j2 = eye[m.jnt_dofadr[o1]], eye[m.jnt_dofadr[o2s]]
         else:
             x1 = d.ten_length[o1] - m.tendon_length0[o1]
@@ -303,9 +303,9 @@ def make_constraint(m: Model, d: Data) -> Data:
             poss.append((rows, jnp.where(keep, con.dist[slots][:, None], 0.0)))
             margins.append((rows, jnp.where(keep, con.includemargin[slots][:, None], 0.0)))
             actives.append((rows, jnp.broadcast_to(act[:, None], rows.shape)))
-        J = _assemble(n, Js, jnp.zeros(nv, dt))
-        pos, margin, floss = (_assemble(n, x, jnp.zeros((), dt)) for x in (poss, margins, flosses))
-        active = _assemble(n, actives, jnp.zeros((), bool))
+        J = math.assemble(n, Js, jnp.zeros(nv, dt))
+        pos, margin, floss = (math.assemble(n, x, jnp.zeros((), dt)) for x in (poss, margins, flosses))
+        active = math.assemble(n, actives, jnp.zeros((), bool))
 
         diag = _diag_approx(m, d, J)
         R, kbip = _impedance(m, d, pos, margin, diag)
@@ -322,21 +322,6 @@ def make_constraint(m: Model, d: Data) -> Data:
             efc_D=1.0 / R,
             efc_KBIP=kbip,
         )
-
-
-def _assemble(n: int, pieces: list, fill: jax.Array) -> jax.Array:
-    """An (n, ...) array from (rows, values) pieces (rows of any shape, values with those leading
-    axes); rows no piece covers hold `fill`. A concatenation, plus one gather with static indices
-    when the pieces are not already in row order."""
-    if not pieces:
-        return jnp.broadcast_to(fill, (n,) + fill.shape)
-    rows = np.concatenate([np.ravel(r) for r, _ in pieces])
-    vals = [jnp.asarray(v, fill.dtype).reshape((np.size(r),) + fill.shape) for r, v in pieces]
-    order = np.full(n, rows.size)
-    order[rows] = np.arange(rows.size)
-    if rows.size == n and np.array_equal(order, np.arange(n)):
-        return jnp.concatenate(vals)
-    return jnp.concatenate(vals + [fill[None]])[order]
 
 
 def _contact_rows(m: Model, d: Data):
@@ -444,7 +429,7 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
         y = inertia.solve_m(m, d, J.T)  # (nv, nefc)
         return jnp.sum(J * y.T, axis=1)
     dt = d.qpos.dtype
-    diag = jnp.zeros(lay.nefc, dt)
+    pieces = []  # (rows, values), assembled once: a scatter per kind made a kernel each
     typ, ids = lay.type, lay.id
     iw = m.body_invweight0
     r = np.nonzero(typ == EQUALITY)[0]
@@ -465,30 +450,34 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
         jw1 = m.dof_invweight0[m.jnt_dofadr[np.where(et == EQ_JOINT, o1, 0)]] if m.nv else t1
         jw2 = m.dof_invweight0[m.jnt_dofadr[np.where(et == EQ_JOINT, o2s, 0)]] if m.nv else t2
         scalar = jnp.where(et == EQ_JOINT, jw1 + jnp.where(two, jw2, 0.0), t1 + jnp.where(two, t2, 0.0))
-        diag = diag.at[r].set(jnp.where((et == EQ_CONNECT) | (et == EQ_WELD), body_w, scalar))
+        pieces.append((r, jnp.where((et == EQ_CONNECT) | (et == EQ_WELD), body_w, scalar)))
     r = np.nonzero(typ == FRICTION_DOF)[0]
     if r.size:
-        diag = diag.at[r].set(m.dof_invweight0[ids[r]])
+        pieces.append((r, m.dof_invweight0[ids[r]]))
     r = np.nonzero(typ == LIMIT_JOINT)[0]
     if r.size:
-        diag = diag.at[r].set(m.dof_invweight0[m.jnt_dofadr[ids[r]]])
+        pieces.append((r, m.dof_invweight0[m.jnt_dofadr[ids[r]]]))
     r = np.nonzero((typ == FRICTION_TENDON) | (typ == LIMIT_TENDON))[0]
     if r.size:
-        diag = diag.at[r].set(m.tendon_invweight0[ids[r]])
+        pieces.append((r, m.tendon_invweight0[ids[r]]))
     r = np.nonzero(np.isin(typ, _CONTACTS))[0]
     if r.size:
         con = d.contact
         slot = ids[r]
-        bodies = jnp.asarray(m.geom_bodyid)
-        w1, w2 = iw[bodies[con.geom1[slot]]], iw[bodies[con.geom2[slot]]]
+        geoms = slot_geoms(m)
+        if geoms is None:  # caller-filled slots: their geoms are traced
+            bodies = jnp.asarray(m.geom_bodyid)
+            w1, w2 = iw[bodies[con.geom1[slot]]], iw[bodies[con.geom2[slot]]]
+        else:
+            w1, w2 = iw[m.geom_bodyid[geoms[0][slot]]], iw[m.geom_bodyid[geoms[1][slot]]]
         tran, rot = w1[:, 0] + w2[:, 0], w1[:, 1] + w2[:, 1]
         k = (r - lay.group[r]) // 2  # friction direction of each pyramid edge
         fri = con.friction[slot, np.minimum(k, 4)]
         edge = tran + fri * fri * jnp.where(k < 2, tran, rot)
         ell = jnp.where(r - lay.group[r] < 3, tran, rot)
         val = jnp.where(typ[r] == CONTACT_FRICTIONLESS, tran, jnp.where(typ[r] == CONTACT_ELLIPTIC, ell, edge))
-        diag = diag.at[r].set(val)
-    return diag
+        pieces.append((r, val))
+    return math.assemble(lay.nefc, pieces, jnp.zeros((), dt))
 
 
 def _solparams(m: Model, d: Data):
@@ -497,8 +486,7 @@ def _solparams(m: Model, d: Data):
     typ, ids = lay.type, lay.id
     n = lay.nefc
     dt = d.qpos.dtype
-    solref = jnp.zeros((n, 2), dt)
-    solimp = jnp.zeros((n, 5), dt)
+    refs, imps = [], []
     sources = (
         (EQUALITY, m.eq_solref, m.eq_solimp),
         (LIMIT_JOINT, m.jnt_solref, m.jnt_solimp),
@@ -509,27 +497,31 @@ def _solparams(m: Model, d: Data):
     for t, ref, imp in sources:
         r = np.nonzero(typ == t)[0]
         if r.size:
-            solref = solref.at[r].set(ref[ids[r]])
-            solimp = solimp.at[r].set(imp[ids[r]])
+            refs.append((r, ref[ids[r]]))
+            imps.append((r, imp[ids[r]]))
     r = np.nonzero(np.isin(typ, _CONTACTS))[0]
     if r.size:
-        solref = solref.at[r].set(d.contact.solref[ids[r]])
-        solimp = solimp.at[r].set(d.contact.solimp[ids[r]])
         if m.enabled(_ENBL.mjENBL_OVERRIDE):  # MuJoCo's global contact overrides
-            solref = solref.at[r].set(jnp.broadcast_to(m.opt.o_solref, (r.size, 2)))
-            solimp = solimp.at[r].set(jnp.broadcast_to(m.opt.o_solimp, (r.size, 5)))
+            ref = jnp.broadcast_to(m.opt.o_solref, (r.size, 2))
+            imp = jnp.broadcast_to(m.opt.o_solimp, (r.size, 5))
+        else:
+            ref, imp = d.contact.solref[ids[r]], d.contact.solimp[ids[r]]
         # elliptic friction rows use solreffriction when it is set (a mixed sign counts as unset)
-        fr = r[(typ[r] == CONTACT_ELLIPTIC) & (r != lay.group[r])]
-        if fr.size:
-            srf = d.contact.solreffriction[ids[fr]]
-            use = ((srf[:, 0] != 0) | (srf[:, 1] != 0)) & ~((srf[:, 0] > 0) ^ (srf[:, 1] > 0))
-            solref = solref.at[fr].set(jnp.where(use[:, None], srf, solref[fr]))
+        fr = (typ[r] == CONTACT_ELLIPTIC) & (r != lay.group[r])
+        if fr.any():
+            srf = d.contact.solreffriction[ids[r]]
+            use = fr & ((srf[:, 0] != 0) | (srf[:, 1] != 0)) & ~((srf[:, 0] > 0) ^ (srf[:, 1] > 0))
+            ref = jnp.where(use[:, None], srf, ref)
+        refs.append((r, ref))
+        imps.append((r, imp))
+    # one concatenation per field (a scatter per kind made a kernel each)
+    solref = math.assemble(n, refs, jnp.zeros(2, dt))
+    solimp = math.assemble(n, imps, jnp.zeros(5, dt))
     mixed = (solref[:, 0] > 0) ^ (solref[:, 1] > 0)
     solref = jnp.where(mixed[:, None], jnp.array(DEFAULT_SOLREF, dt), solref)
     if not m.disabled(_DSBL.mjDSBL_REFSAFE):
-        solref = solref.at[:, 0].set(
-            jnp.where(solref[:, 0] > 0, jnp.maximum(solref[:, 0], 2 * m.opt.timestep), solref[:, 0])
-        )
+        tc = jnp.where(solref[:, 0] > 0, jnp.maximum(solref[:, 0], 2 * m.opt.timestep), solref[:, 0])
+        solref = jnp.stack([tc, solref[:, 1]], -1)
     solimp = jnp.stack(
         [
             jnp.clip(solimp[:, 0], MINIMP, MAXIMP),

@@ -97,7 +97,7 @@ def passive(m: Model, d: Data) -> Data:
 def _joint_springs(m: Model, d: Data) -> jax.Array:
     """Joint stiffness about `qpos_spring`, per dof."""
     dt = d.qpos.dtype
-    out = jnp.zeros(m.nv, dt)
+    pieces = []  # (dofs, forces), assembled once: a scatter per joint type made a kernel each
     k = m.jnt_stiffness
     for jtype in np.unique(m.jnt_type):
         j = np.nonzero(m.jnt_type == jtype)[0]
@@ -106,13 +106,13 @@ def _joint_springs(m: Model, d: Data) -> jax.Array:
             off = 3 if jtype == JNT_FREE else 0
             if jtype == JNT_FREE:
                 dif = d.qpos[qa[:, None] + np.arange(3)] - m.qpos_spring[qa[:, None] + np.arange(3)]
-                out = out.at[da[:, None] + np.arange(3)].set(-k[j, None] * dif)
+                pieces.append((da[:, None] + np.arange(3), -k[j, None] * dif))
             quat = math.quat_normalize(d.qpos[qa[:, None] + off + np.arange(4)])
             dif = math.sub_quat(quat, m.qpos_spring[qa[:, None] + off + np.arange(4)])
-            out = out.at[da[:, None] + off + np.arange(3)].set(-k[j, None] * dif)
+            pieces.append((da[:, None] + off + np.arange(3), -k[j, None] * dif))
         else:
-            out = out.at[da].set(-k[j] * (d.qpos[qa] - m.qpos_spring[qa]))
-    return out
+            pieces.append((da, -k[j] * (d.qpos[qa] - m.qpos_spring[qa])))
+    return math.assemble(m.nv, pieces, jnp.zeros((), dt))
 
 
 def _gravcomp(m: Model, d: Data) -> jax.Array:

@@ -287,7 +287,7 @@ def _passive_damping_deriv(m: Model, d: Data) -> jax.Array:
 
         out = out + jax.jacfwd(fluid_of)(d.qvel)
     if not m.disabled(_DSBL.mjDSBL_DAMPER):
-        out = out - jnp.diag(m.dof_damping)
+        out = out - math.diag_embed(m.dof_damping)
         if m.ntendon:
             out = out - math.matmul(d.ten_J.T * m.tendon_damping, d.ten_J)
     return out
@@ -319,7 +319,7 @@ def implicit(m: Model, d: Data) -> Data:
         # implicitfast: the lower triangle of qDeriv within M's sparsity, used symmetrically
         t = m.tree
         low = jnp.where(t.dof_anc, qderiv, 0.0)
-        sym = low + low.T - jnp.diag(jnp.diag(low))
+        sym = low + jnp.where(np.eye(m.nv, dtype=bool), 0.0, low.T)
         qh = d.qM - h * sym
         free = t.free_standalone
         if free.size:

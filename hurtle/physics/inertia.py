@@ -29,7 +29,7 @@ def crb(m: Model, d: Data) -> Data:
         buf = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6)
         g = math.matmul(buf, d.cdof.T)  # g[i, j] = cdof_j . (crb_i cdof_i)
         low = jnp.where(t.dof_anc, g, 0.0)
-        qm = low + low.T - jnp.diag(jnp.diag(low)) + jnp.diag(m.dof_armature)
+        qm = low + jnp.where(np.eye(m.nv, dtype=bool), 0.0, low.T) + math.diag_embed(m.dof_armature)
         if m.ntendon:
             # tendon armature, kept inside the tree sparsity as MuJoCo does
             ja = d.ten_J * m.tendon_armature[:, None]
@@ -52,7 +52,7 @@ def euler_damped(m: Model) -> bool:
 
 def damped_inertia(m: Model, d: Data) -> jax.Array:
     """qM + h diag(dof_damping): the matrix of Euler's implicit damping (MuJoCo's qH before factoring)."""
-    return d.qM + jnp.diag(m.opt.timestep * m.dof_damping)
+    return d.qM + math.diag_embed(m.opt.timestep * m.dof_damping)
 
 
 def factor_m(m: Model, d: Data) -> Data:
@@ -97,7 +97,7 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
         # every dof of this depth: a[anc, anc] -= outer(row, row) / pivot; its row becomes L's
         sel = here[:, None] & anc
         rows = jnp.where(sel, a, 0.0)
-        scaled = rows / jnp.where(here, jnp.diagonal(a), 1.0)[:, None]
+        scaled = rows / jnp.where(here, math.diagonal(a), 1.0)[:, None]
         a = a - math.matmul_tn(rows, scaled)
         return jnp.where(sel, scaled, a), None
 
@@ -114,15 +114,15 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
             blk = blk - row[:, None] * scaled[None, :]
             blk = jnp.where((np.arange(p) == i)[:, None] & below[i], scaled[None, :], blk)
         a = jax.lax.dynamic_update_slice(a, blk, (0, 0))
-    diag = jnp.diag(a)
-    ld = jnp.where(anc, a, 0.0) + jnp.diag(diag)
+    diag = math.diagonal(a)
+    ld = jnp.where(anc | np.eye(len(anc), dtype=bool), a, 0.0)
     return ld, 1.0 / diag
 
 
 def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), one depth of the dof tree per scan step
     (the leading chain unrolled on its rows)."""
-    lo = jnp.tril(ld, -1)
+    lo = jnp.where(np.tri(len(ld), k=-1, dtype=bool), ld, 0.0)
     vec = b.ndim == 1
     x = b[:, None] if vec else b
     masks = m.tree.dof_level_mask

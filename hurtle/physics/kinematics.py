@@ -106,7 +106,7 @@ def kinematics(m: Model, d: Data) -> Data:
         frames = (xpos, xquat, xmat, None, None)
         xipos, ximat = _same_frames(frames, wpos[:nb], wmat[:nb], np.arange(nb), m.body_sameframe)
         # the world body's inertial frame stays at the origin, as in MuJoCo
-        xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(jnp.eye(3, dtype=dtype))
+        xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(np.eye(3, dtype=dtype))
         frames = (xpos, xquat, xmat, xipos, ximat)
         geom_xpos, geom_xmat = _same_frames(
             frames, wpos[nb : nb + ng], wmat[nb : nb + ng], m.geom_bodyid, m.geom_sameframe
@@ -199,7 +199,7 @@ def _cdof(m: Model, d: Data, subtree_com: jax.Array) -> jax.Array:
         body_axis = d.xmat[m.dof_bodyid, :, col]
         axis = jnp.where(t.dof_ballrot[:, None], body_axis, axis)
     if np.any(t.dof_free):
-        unit = jnp.eye(3, dtype=axis.dtype)[col]
+        unit = np.eye(3, dtype=axis.dtype)[col]
         axis = jnp.where(t.dof_free[:, None], unit, axis)
     translational = (m.jnt_type[jnt] == JNT_SLIDE) | t.dof_free
     rot_dof = jnp.concatenate([axis, math.cross(axis, offset)], -1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 MINVAL = 1e-15  # mjMINVAL: smallest value MuJoCo divides by
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -24,6 +25,34 @@ def matmul_tn(a: jax.Array, b: jax.Array) -> jax.Array:
     CPU runs a batch of small matrix products (one `dot` per world) several times slower than this
     fused multiply and reduction; keep it for small m, n (it holds a (k, m, n) product)."""
     return jnp.sum(a[:, :, None] * b[:, None, :], axis=0)
+
+
+def diag_embed(v: jax.Array) -> jax.Array:
+    """The square matrix with `v` (..., n) on its diagonal: a product with a constant identity, which
+    XLA fuses into its consumer (jnp.diag builds the mask from iotas in a kernel of its own)."""
+    return v[..., None] * np.eye(v.shape[-1], dtype=v.dtype)
+
+
+def diagonal(a: jax.Array) -> jax.Array:
+    """The diagonal of square matrices (..., n, n): a strided slice of the flattened matrix, which fuses
+    into its consumer (jnp.diagonal is a gather)."""
+    n = a.shape[-1]
+    return a.reshape(a.shape[:-2] + (n * n,))[..., :: n + 1]
+
+
+def assemble(n: int, pieces: list, fill: jax.Array) -> jax.Array:
+    """An (n, ...) array from (rows, values) pieces (rows of any shape, values with those leading
+    axes); rows no piece covers hold `fill`. A concatenation, plus one gather with static indices
+    when the pieces are not already in row order."""
+    if not pieces:
+        return jnp.broadcast_to(fill, (n,) + fill.shape)
+    rows = np.concatenate([np.ravel(r) for r, _ in pieces])
+    vals = [jnp.asarray(v, fill.dtype).reshape((np.size(r),) + fill.shape) for r, v in pieces]
+    order = np.full(n, rows.size)
+    order[rows] = np.arange(rows.size)
+    if rows.size == n and np.array_equal(order, np.arange(n)):
+        return jnp.concatenate(vals)
+    return jnp.concatenate(vals + [fill[None]])[order]
 
 
 def einsum(spec: str, *ops: jax.Array) -> jax.Array:

@@ -104,11 +104,11 @@ def _cone_update(c: _Cones, D: jax.Array, active: jax.Array, jar: jax.Array):
     h = h.at[:, 0, 1:].set(-(mu / ts)[:, None] * u)
     h = h.at[:, 1:, 0].set(-(mu / ts)[:, None] * u)
     inner = (mu * u0 / ts**3)[:, None, None] * u[:, :, None] * u[:, None, :]
-    inner = inner + (mu * mu - mu * u0 / ts)[:, None, None] * jnp.eye(dim - 1, dtype=jar.dtype)
+    inner = inner + (mu * mu - mu * u0 / ts)[:, None, None] * np.eye(dim - 1, dtype=jar.dtype)
     h = h.at[:, 1:, 1:].set(inner)
     sc = jnp.concatenate([mu[:, None], fr], -1)
     h = dm[:, None, None] * sc[:, :, None] * h * sc[:, None, :]
-    hq = jax.vmap(jnp.diag)(dc)
+    hq = math.diag_embed(dc)
     h = jnp.where(bottom[:, None, None], hq, jnp.where(middle[:, None, None], h, 0.0))
     act = active[c.idx[:, 0]]
     return (
@@ -215,6 +215,12 @@ def _line_derivs(ctx: _Ctx, line: _Line, alpha):
     return g, h, state
 
 
+def _same_piece(state: jax.Array, prev: jax.Array) -> jax.Array:
+    """No row changed state and no elliptic cone is in its middle zone: one reduction (XLA splits a
+    reduction over more than 32 rows into two kernels; two tests made four)."""
+    return jnp.all((state == prev) & (state != CONE))
+
+
 def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=False, line: _Line | None = None):
     """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton.
 
@@ -244,7 +250,7 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=Fals
         inside = (nxt > lo) & (nxt < hi)
         bisect = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
         nxt = jnp.where(inside, nxt, bisect)
-        exact = newton & jnp.all(state == prev_state) & ~jnp.any(state == CONE)
+        exact = newton & _same_piece(state, prev_state)
         stop = jnp.where(it == 0, g >= 0, (jnp.abs(g) <= gtol) | exact | (nxt == alpha))
         done = was_done | stop  # (was_done: fixed mode's later steps)
         return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
@@ -324,20 +330,21 @@ def solve(m: Model, d: Data) -> Data:
         # (alpha = 0; the search direction is zero), and it sets the first direction (-M^-1 grad or
         # -H^-1 grad) and MuJoCo's initial convergence test. One traced copy of the cost, Hessian and
         # factorisation serves the start and every iteration.
+        # The first pass reads no field of its state but qacc, Ma, jar and the (zero) search
+        # direction: the others start as arrays the step already holds (a fresh constant array is
+        # a kernel of its own in the compiled loop)
         zeros_v = jnp.zeros_like(qacc)
-        zeros_r = jnp.zeros_like(d.efc_aref)
-        states = jnp.zeros(zeros_r.shape, jnp.int32)
         start = jnp.full((), -1, jnp.int32)
         init = _State(
             qacc,
             Ma,
             jar,
-            zeros_r,
+            jar,
             jnp.zeros((), qacc.dtype),
+            Ma,
             zeros_v,
-            zeros_v,
-            zeros_v,
-            states,
+            Ma,
+            d.efc_state,
             start,
             jnp.zeros((), bool),
         )
@@ -364,7 +371,7 @@ def solve(m: Model, d: Data) -> Data:
                 # rounding level); in float32 MuJoCo's tolerance (1e-8) can lie below the rounding
                 # of the gradient and the cost, and without this test a solve idles to the iteration
                 # cap (and under vmap the whole batch with it).
-                stop = stop | (jnp.all(state == s.state) & ~jnp.any(state == CONE))
+                stop = stop | _same_piece(state, s.state)
                 stop = stop | (gap < tol)
                 search = -mgrad
                 stop0 = (gap < tol) & (gradient < tol)

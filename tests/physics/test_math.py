@@ -85,3 +85,26 @@ def test_dexp_inv_is_the_rate_of_the_rotation_vector():
     bwd = math.quat_to_rotvec(math.quat_integrate(q, omega, -h))
     np.testing.assert_allclose(dexp_inv(theta, omega), (fwd - bwd) / (2 * h), atol=1e-8)
     np.testing.assert_allclose(dexp_inv(jnp.zeros(3), omega), omega)
+
+
+def test_diagonal_helpers_match_numpy_under_vmap():
+    a = RNG.standard_normal((5, 4, 4))
+    v = RNG.standard_normal((5, 3))
+    np.testing.assert_array_equal(jax.vmap(math.diagonal)(jnp.array(a)), np.diagonal(a, axis1=1, axis2=2))
+    np.testing.assert_array_equal(math.diagonal(jnp.array(a)), np.diagonal(a, axis1=1, axis2=2))
+    np.testing.assert_array_equal(jax.vmap(math.diag_embed)(jnp.array(v)), np.stack([np.diag(x) for x in v]))
+
+
+def test_assemble_places_pieces_and_fills_the_rest():
+    fill = jnp.full((2,), -1.0)
+    pieces = [
+        (np.array([4, 1]), jnp.array([[4.0, 4.5], [1.0, 1.5]])),
+        (np.array([[2], [0]]), jnp.array([[[2.0, 2.5]], [[0.0, 0.5]]])),
+    ]
+    out = math.assemble(6, pieces, fill)
+    want = np.array([[0, 0.5], [1, 1.5], [2, 2.5], [-1, -1], [4, 4.5], [-1, -1]])
+    np.testing.assert_array_equal(out, want)
+    # pieces already in row order: a plain concatenation
+    in_order = [(np.arange(2), jnp.ones((2, 2))), (np.arange(2, 3), jnp.zeros((1, 2)))]
+    np.testing.assert_array_equal(math.assemble(3, in_order, fill), [[1, 1], [1, 1], [0, 0]])
+    np.testing.assert_array_equal(math.assemble(2, [], fill), [[-1, -1], [-1, -1]])

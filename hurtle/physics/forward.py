@@ -319,7 +319,7 @@ def implicit(m: Model, d: Data) -> Data:
         # implicitfast: the lower triangle of qDeriv within M's sparsity, used symmetrically
         t = m.tree
         low = jnp.where(t.dof_anc, qderiv, 0.0)
-        sym = low + jnp.where(np.eye(m.nv, dtype=bool), 0.0, low.T)
+        sym = math.symmetric_from_lower(low)
         qh = d.qM - h * sym
         free = t.free_standalone
         if free.size:

@@ -29,7 +29,7 @@ def crb(m: Model, d: Data) -> Data:
         buf = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6)
         g = math.matmul(buf, d.cdof.T)  # g[i, j] = cdof_j . (crb_i cdof_i)
         low = jnp.where(t.dof_anc, g, 0.0)
-        qm = low + jnp.where(np.eye(m.nv, dtype=bool), 0.0, low.T) + math.diag_embed(m.dof_armature)
+        qm = math.symmetric_from_lower(low) + math.diag_embed(m.dof_armature)
         if m.ntendon:
             # tendon armature, kept inside the tree sparsity as MuJoCo does
             ja = d.ten_J * m.tendon_armature[:, None]

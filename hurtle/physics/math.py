@@ -33,6 +33,12 @@ def diag_embed(v: jax.Array) -> jax.Array:
     return v[..., None] * np.eye(v.shape[-1], dtype=v.dtype)
 
 
+def symmetric_from_lower(low: jax.Array) -> jax.Array:
+    """The symmetric matrix whose lower triangle (diagonal included) is `low`'s; `low` is zero above its
+    diagonal."""
+    return low + jnp.where(np.eye(low.shape[-1], dtype=bool), 0.0, jnp.swapaxes(low, -1, -2))
+
+
 def diagonal(a: jax.Array) -> jax.Array:
     """The diagonal of square matrices (..., n, n): a strided slice of the flattened matrix, which fuses
     into its consumer (jnp.diagonal is a gather)."""

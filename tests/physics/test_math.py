@@ -108,3 +108,12 @@ def test_assemble_places_pieces_and_fills_the_rest():
     in_order = [(np.arange(2), jnp.ones((2, 2))), (np.arange(2, 3), jnp.zeros((1, 2)))]
     np.testing.assert_array_equal(math.assemble(3, in_order, fill), [[1, 1], [1, 1], [0, 0]])
     np.testing.assert_array_equal(math.assemble(2, [], fill), [[-1, -1], [-1, -1]])
+
+
+def test_symmetric_from_lower():
+    low = np.tril(RNG.standard_normal((4, 4)))
+    want = low + np.tril(low, -1).T
+    np.testing.assert_array_equal(math.symmetric_from_lower(jnp.array(low)), want)
+    np.testing.assert_array_equal(
+        math.symmetric_from_lower(jnp.array(low)), math.symmetric_from_lower(jnp.array(low)).T
+    )

@@ -19,7 +19,18 @@ from hurtle.physics.collision import collision
 from hurtle.physics.constraint import make_constraint, reference_constraint
 from hurtle.physics.kinematics import com_pos, kinematics
 from hurtle.physics.tendon import tendon, tendon_velocity
-from hurtle.physics.types import INT_EULER, INT_IMPLICIT, INT_IMPLICITFAST, INT_RK4, JNT_BALL, JNT_FREE, Data, Model
+from hurtle.physics.types import (
+    INT_EULER,
+    INT_IMPLICIT,
+    INT_IMPLICITFAST,
+    INT_RK4,
+    JNT_BALL,
+    JNT_FREE,
+    JNT_HINGE,
+    JNT_SLIDE,
+    Data,
+    Model,
+)
 
 _DSBL = mujoco.mjtDisableBit
 _ENBL = mujoco.mjtEnableBit
@@ -115,22 +126,33 @@ def forward(m: Model, d: Data) -> Data:
 
 
 def integrate_pos(m: Model, qpos: jax.Array, qvel: jax.Array, dt: jax.Array) -> jax.Array:
-    """Advance positions by velocity `qvel` over `dt`, quaternions on their manifold (mj_integratePos)."""
-    out = qpos
-    for jtype in np.unique(m.jnt_type):
+    """Advance positions by velocity `qvel` over `dt`, quaternions on their manifold (mj_integratePos).
+    Every joint's new coordinates are one piece of one concatenation (no scatter per joint type)."""
+    pieces = []
+    scalar = np.nonzero((m.jnt_type == JNT_HINGE) | (m.jnt_type == JNT_SLIDE))[0]
+    if scalar.size:
+        qa, da = m.jnt_qposadr[scalar], m.jnt_dofadr[scalar]
+        pieces.append((qa, math.take(qpos, qa) + dt * math.take(qvel, da)))
+    for jtype in (JNT_FREE, JNT_BALL):
         j = np.nonzero(m.jnt_type == jtype)[0]
+        if not j.size:
+            continue
         qa, da = m.jnt_qposadr[j], m.jnt_dofadr[j]
-        if jtype in (JNT_FREE, JNT_BALL):
-            off = 0
-            if jtype == JNT_FREE:
-                pi, vi = qa[:, None] + np.arange(3), da[:, None] + np.arange(3)
-                out = out.at[pi].set(qpos[pi] + dt * qvel[vi])
-                off = 3
-            qi, wi = qa[:, None] + off + np.arange(4), da[:, None] + off + np.arange(3)
-            out = out.at[qi].set(math.quat_integrate(qpos[qi], qvel[wi], dt))
-        else:
-            out = out.at[qa].set(qpos[qa] + dt * qvel[da])
-    return out
+        if jtype == JNT_FREE:
+            pi, vi = qa[:, None] + np.arange(3), da[:, None] + np.arange(3)
+            pieces.append((pi, _take(qpos, pi) + dt * _take(qvel, vi)))
+            qa, da = qa + 3, da + 3
+        qi, wi = qa[:, None] + np.arange(4), da[:, None] + np.arange(3)
+        pieces.append((qi, math.quat_integrate(_take(qpos, qi), _take(qvel, wi), dt)))
+    if not pieces:
+        return qpos
+    # in row order where the joints allow (a floating base, then hinges): then no gather is needed
+    pieces.sort(key=lambda p: int(np.min(p[0])))
+    return math.assemble(m.nq, pieces, jnp.zeros((), qpos.dtype))
+
+
+def _take(x: jax.Array, idx: np.ndarray) -> jax.Array:
+    return math.take(x, idx.ravel()).reshape(idx.shape)
 
 
 def _advance(m: Model, d: Data, act_dot: jax.Array, qacc: jax.Array, qvel: jax.Array | None = None) -> Data:

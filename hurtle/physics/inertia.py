@@ -1,9 +1,8 @@
 """The joint-space inertia: `crb` (composite rigid bodies -> qM), `factor_m` and `solve_m`.
 
 `qM` is dense (nv x nv) with MuJoCo's tree sparsity: entry (i, j) is nonzero only when one dof is an
-ancestor of the other. The factorisation M = L' D L (L unit lower triangular) eliminates dofs one
-depth of the dof tree at a time, deepest first: dofs of one depth never touch each other's rows, and
-the tree structure means no fill-in.
+ancestor of the other. The factorisation M = L' D L (L unit lower triangular, last dof first, no
+fill-in) is a Cholesky factorisation of the reversed matrix (`factor`).
 """
 
 from __future__ import annotations
@@ -67,92 +66,34 @@ def factor_m(m: Model, d: Data) -> Data:
         return d.replace(qLD=ld[0], qLDiagInv=dinv[0], qH=ld[1], qHDiagInv=dinv[1])
 
 
-_CHAIN_MAX = 6
-
-
-def _chain(m: Model) -> int:
-    """Length of the chain of single dofs the dof tree starts with: dof i alone at depth i, as a
-    floating base's six or a planar root's three (at most `_CHAIN_MAX`, 0 when shorter than 2). Their
-    elimination and solve steps touch only the leading (p, p) block, so they are unrolled on that
-    block instead of each taking a pass over the whole matrix."""
-    masks = m.tree.dof_level_mask
-    p = 0
-    while p < min(len(masks), _CHAIN_MAX) and masks[p].sum() == 1 and masks[p, p]:
-        p += 1
-    return p if p >= 2 else 0
-
-
 def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Tree-sparse L'DL factorisation of a matrix with `qM`'s sparsity.
+    """MuJoCo's L'DL factorisation of a matrix with `qM`'s tree sparsity (mj_factorM).
 
-    Returns (LD, 1/D): LD holds L strictly below the diagonal and D on it. The depths are eliminated
-    deepest first in a `lax.scan` (one traced body however deep the tree), each step on whole
-    (nv, nv) arrays with the depth's rows selected by a mask; the leading chain (`_chain`) last, on
-    its own small block.
+    Returns (LD, 1/D): LD holds L (unit lower triangular) strictly below the diagonal and D on it,
+    with M = L' D L. MuJoCo eliminates the last dof first, which the tree leaves without fill-in;
+    that is the Cholesky factorisation of the matrix with its dofs reversed, read backwards: with
+    C C' = P M P (P reverses the dofs) and U = P C P, M = U U', so L' = U diag(U)^-1 and
+    D = diag(U)^2. One LAPACK call per matrix (any depth of tree, no scan over levels). The entries
+    the tree leaves zero stay exactly zero (every product that could fill them has a zero factor);
+    they are masked with the tree's ancestry all the same.
     """
-    anc = m.tree.dof_anc & ~np.eye(m.nv, dtype=bool)  # strict ancestors
-    p = _chain(m)
-
-    def eliminate(a, here):
-        # every dof of this depth: a[anc, anc] -= outer(row, row) / pivot; its row becomes L's
-        sel = here[:, None] & anc
-        rows = jnp.where(sel, a, 0.0)
-        scaled = rows / jnp.where(here, math.diagonal(a), 1.0)[:, None]
-        a = a - math.matmul_tn(rows, scaled)
-        return jnp.where(sel, scaled, a), None
-
-    a = mat
-    if len(m.tree.dof_level_mask) > p:
-        a, _ = jax.lax.scan(eliminate, a, m.tree.dof_level_mask[p:][::-1])
-    if p:
-        # chain dof i's ancestors are dofs 0 .. i-1
-        blk = a[:p, :p]
-        below = np.tri(p, k=-1, dtype=bool)
-        for i in range(p - 1, 0, -1):
-            row = jnp.where(below[i], blk[i], 0.0)
-            scaled = row / blk[i, i]
-            blk = blk - row[:, None] * scaled[None, :]
-            blk = jnp.where((np.arange(p) == i)[:, None] & below[i], scaled[None, :], blk)
-        a = jax.lax.dynamic_update_slice(a, blk, (0, 0))
-    diag = math.diagonal(a)
-    ld = jnp.where(anc | np.eye(len(anc), dtype=bool), a, 0.0)
-    return ld, 1.0 / diag
+    n = mat.shape[-1]
+    u = jax.lax.linalg.cholesky(mat[::-1, ::-1], symmetrize_input=False)[::-1, ::-1]
+    du = math.diagonal(u)
+    lower = (u / du[None, :]).T  # L[i, j] = U[j, i] / U[i, i]
+    anc = m.tree.dof_anc & ~np.eye(n, dtype=bool)  # strict ancestors
+    ld = jnp.where(anc, lower, 0.0) + math.diag_embed(du * du)
+    return ld, 1.0 / (du * du)
 
 
 def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
-    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k), one depth of the dof tree per scan step
-    (the leading chain unrolled on its rows)."""
-    lo = jnp.where(np.tri(len(ld), k=-1, dtype=bool), ld, 0.0)
+    """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k): two unit triangular solves (mj_solveM)."""
     vec = b.ndim == 1
     x = b[:, None] if vec else b
-    masks = m.tree.dof_level_mask
-    p = _chain(m)
-    rest = masks[p:]
-
-    # L' y = b: deepest dofs first, each pushes its value to its ancestors
-    def up(x, here):
-        return x - math.matmul(jnp.where(here[:, None], lo, 0.0).T, x), None
-
-    # L x = z: roots first
-    def down(x, here):
-        return x - math.matmul(jnp.where(here[:, None], lo, 0.0), x), None
-
-    if len(rest):
-        x, _ = jax.lax.scan(up, x, rest[::-1])
-    if p:
-        head = x[:p]
-        for i in range(p - 1, 0, -1):
-            head = head - lo[i, :p][:, None] * head[i][None, :]  # lo[i, j] = 0 for j >= i
-        x = jax.lax.dynamic_update_slice(x, head, (0, 0))
-    x = x * dinv[:, None]
-    if p:
-        rows = [x[i] for i in range(p)]
-        for i in range(1, p):
-            for j in range(i):
-                rows[i] = rows[i] - lo[i, j] * rows[j]
-        x = jax.lax.dynamic_update_slice(x, jnp.stack(rows), (0, 0))
-    if len(rest):
-        x, _ = jax.lax.scan(down, x, rest)
+    lo = jnp.where(np.tri(len(ld), k=-1, dtype=bool), ld, 0.0)
+    tri = jax.lax.linalg.triangular_solve
+    x = tri(lo, x, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)  # L' y = b
+    x = tri(lo, x * dinv[:, None], left_side=True, lower=True, unit_diagonal=True)  # L x = y / D
     return x[:, 0] if vec else x
 
 

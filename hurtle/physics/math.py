@@ -20,13 +20,6 @@ def matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     return jnp.matmul(a, b, precision=HIGHEST)
 
 
-def matmul_tn(a: jax.Array, b: jax.Array) -> jax.Array:
-    """a' b for 2D `a` (k, m) and `b` (k, n), as the sum over k of outer products. Under `vmap`, XLA
-    CPU runs a batch of small matrix products (one `dot` per world) several times slower than this
-    fused multiply and reduction; keep it for small m, n (it holds a (k, m, n) product)."""
-    return jnp.sum(a[:, :, None] * b[:, None, :], axis=0)
-
-
 def diag_embed(v: jax.Array) -> jax.Array:
     """The square matrix with `v` (..., n) on its diagonal: a product with a constant identity, which
     XLA fuses into its consumer (jnp.diag builds the mask from iotas in a kernel of its own)."""
@@ -59,6 +52,15 @@ def assemble(n: int, pieces: list, fill: jax.Array) -> jax.Array:
     if rows.size == n and np.array_equal(order, np.arange(n)):
         return jnp.concatenate(vals)
     return jnp.concatenate(vals + [fill[None]])[order]
+
+
+def take(x: jax.Array, idx: np.ndarray) -> jax.Array:
+    """x[idx] for static indices `idx` (1D) along the first axis: `x` itself for the identity, a slice
+    for a run of consecutive indices, a gather (a kernel of its own under vmap) only otherwise."""
+    idx = np.asarray(idx, int)
+    if idx.size and np.array_equal(idx, np.arange(idx[0], idx[0] + idx.size)):
+        return x if idx.size == x.shape[0] else x[idx[0] : idx[0] + idx.size]
+    return x[idx]
 
 
 def einsum(spec: str, *ops: jax.Array) -> jax.Array:

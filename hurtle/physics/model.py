@@ -219,15 +219,11 @@ def _tree(m: mujoco.MjModel) -> Tree:
     dof_body = m.dof_bodyid
     body_dof_anc = anc[:, dof_body] if nv else np.zeros((nbody, 0), bool)
     dof_anc = np.zeros((nv, nv), bool)
-    dof_depth = np.zeros(nv, int)
     for i in range(nv):
         j = i
         while j >= 0:
             dof_anc[i, j] = True
             j = m.dof_parentid[j]
-        p = m.dof_parentid[i]
-        dof_depth[i] = 0 if p < 0 else dof_depth[p] + 1
-    dof_level_mask = (dof_depth[None] == np.arange(dof_depth.max() + 1)[:, None]) if nv else np.zeros((0, 0), bool)
     dof_jnt = m.dof_jntid
     dof_type = jnt_type[dof_jnt] if nv else np.zeros(0, int)
     dof_local = np.arange(nv) - m.jnt_dofadr[dof_jnt] if nv else np.zeros(0, int)
@@ -266,7 +262,6 @@ def _tree(m: mujoco.MjModel) -> Tree:
         body_dof_anc=body_dof_anc,
         dof_anc=dof_anc,
         dof_prefix=prefix,
-        dof_level_mask=dof_level_mask,
         dof_free=dof_free,
         dof_ballrot=dof_ballrot,
         dof_axis_col=dof_axis_col,

@@ -47,7 +47,6 @@ class Tree:
     body_dof_anc: np.ndarray = static_field()
     dof_anc: np.ndarray = static_field()
     dof_prefix: np.ndarray = static_field()  # dofs whose velocity precedes dof i's in com_vel
-    dof_level_mask: np.ndarray = static_field()  # (depth, nv): dofs of each depth in the dof tree, roots first
     dof_free: np.ndarray = static_field()  # free-joint translational dof mask
     dof_ballrot: np.ndarray = static_field()  # ball or free rotational dof mask
     dof_axis_col: np.ndarray = static_field()  # column of xmat (ball/free rot) or unit axis (free trans)

@@ -117,3 +117,14 @@ def test_symmetric_from_lower():
     np.testing.assert_array_equal(
         math.symmetric_from_lower(jnp.array(low)), math.symmetric_from_lower(jnp.array(low)).T
     )
+
+
+def test_take_slices_runs_and_gathers_the_rest():
+    x = jnp.asarray(RNG.standard_normal((3, 6, 2)))
+    assert math.take(x, np.arange(3)) is x  # the identity: no operation at all
+    for idx in (np.arange(6), np.arange(2, 5), np.array([4, 1, 2]), np.array([3])):
+        got = jax.vmap(lambda a, idx=idx: math.take(a, idx))(x)
+        np.testing.assert_array_equal(got, np.asarray(x)[:, idx])
+    # a run of consecutive indices is a slice: no gather in the program
+    hlo = jax.jit(jax.vmap(lambda a: math.take(a, np.arange(2, 5)))).lower(x).as_text()
+    assert "gather" not in hlo

@@ -73,7 +73,7 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
     with M = L' D L. MuJoCo eliminates the last dof first, which the tree leaves without fill-in;
     that is the Cholesky factorisation of the matrix with its dofs reversed, read backwards: with
     C C' = P M P (P reverses the dofs) and U = P C P, M = U U', so L' = U diag(U)^-1 and
-    D = diag(U)^2. One LAPACK call per matrix (any depth of tree, no scan over levels). The entries
+    D = diag(U)^2. One library Cholesky per matrix (LAPACK on the CPU) (any depth of tree, no scan over levels). The entries
     the tree leaves zero stay exactly zero (every product that could fill them has a zero factor);
     they are masked with the tree's ancestry all the same.
     """
@@ -90,10 +90,10 @@ def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k): two unit triangular solves (mj_solveM)."""
     vec = b.ndim == 1
     x = b[:, None] if vec else b
-    lo = jnp.where(np.tri(len(ld), k=-1, dtype=bool), ld, 0.0)
+    # unit lower-triangular solves read only LD's strict lower triangle, L (D on the diagonal is not read)
     tri = jax.lax.linalg.triangular_solve
-    x = tri(lo, x, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)  # L' y = b
-    x = tri(lo, x * dinv[:, None], left_side=True, lower=True, unit_diagonal=True)  # L x = y / D
+    x = tri(ld, x, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)  # L' y = b
+    x = tri(ld, x * dinv[:, None], left_side=True, lower=True, unit_diagonal=True)  # L x = y / D
     return x[:, 0] if vec else x
 
 

@@ -1,0 +1,38 @@
+"""The benchmark tools that are not timed runs: their parsing and reports work on a small model."""
+
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import compile_profile  # noqa: E402
+
+# a sphere dropped on a plane: every stage of the pipeline, contacts and the solver, in a short compile
+BALL = """
+<mujoco>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1"/>
+    <body pos="0 0 0.2"><joint type="slide" axis="0 0 1"/><geom type="sphere" size="0.1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_compile_profile_attributes_every_kernel(tmp_path, capsys):
+    model = tmp_path / "ball.xml"
+    model.write_text(BALL)
+    compile_profile.main(["--models", str(model), "--batch", "4", "--nsteps", "2", "--top", "5"])
+    out = capsys.readouterr().out
+    split = re.search(r"wall: trace ([\d.]+) s, lower ([\d.]+) s, XLA compile ([\d.]+) s", out)
+    assert split and float(split.group(3)) > 0
+    kernels, mlir, llvm = re.search(r"code generation: (\d+) kernels, MLIR ([\d.]+) s \+ LLVM ([\d.]+) s", out).groups()
+    assert int(kernels) > 10 and float(llvm) > 0
+    # the stage table accounts for every kernel, and names the pipeline's stages
+    stage_rows = re.findall(r"^\| (\w+) \| (\d+) \| [\d.]+ \| \d+% \|$", out.split("| kernel shape |")[0], re.M)
+    assert sum(int(n) for _, n in stage_rows) == int(kernels)
+    assert {"kinematics", "collision", "solve"} <= {s for s, _ in stage_rows}
+    # the costliest kernels come with the hurtle source lines that made them
+    top = out.split("| CPU ms |")[1].strip().splitlines()[2:]
+    assert len(top) == 5 and any(re.search(r"\w+\.py:\d+", row) for row in top)

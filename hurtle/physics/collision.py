@@ -207,7 +207,7 @@ def plane_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     seg = axis * size2[..., 1:2]
     d1, q1, ok1 = _plane_sphere(n, pos1, pos2 + seg, size2[..., 0], margin)
     d2, q2, ok2 = _plane_sphere(n, pos1, pos2 - seg, size2[..., 0], margin)
-    st = lambda a, b: jnp.stack([a, b], 1)  # noqa: E731
+    st = lambda a, b: math.stack_select([a, b], 1)  # noqa: E731
     return st(d1, d2), st(q1, q2), st(n, n), st(axis, axis), st(ok1, ok2)
 
 

@@ -308,9 +308,11 @@ def make_constraint(m: Model, d: Data) -> Data:
         active = math.assemble(n, actives, jnp.zeros((), bool))
 
         diag = _diag_approx(m, d, J)
-        R, kbip = _impedance(m, d, pos, margin, diag)
+        R, K, B, imp = _impedance(m, d, pos, margin, diag)
         R = _contact_regulariser(m, d, R)
-        diag = R * kbip[:, 2] / (1.0 - kbip[:, 2])
+        diag = R * imp / (1.0 - imp)
+        # efc_KBIP is written whole: selects, not a minor-axis concatenation (math.stack_select)
+        kbip = math.stack_select([K, B, imp, jnp.zeros_like(imp)])
         return d.replace(
             efc_J=J,
             efc_pos=pos,
@@ -552,7 +554,7 @@ def _impedance_curve(solimp: jax.Array, pos: jax.Array, margin: jax.Array) -> ja
 
 
 def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.Array):
-    """Regulariser R and (K, B, imp, 0) per row (mj_makeImpedance)."""
+    """Regulariser R, and K, B and imp per row (mj_makeImpedance)."""
     lay = m.efc
     solref, solimp = _solparams(m, d)
     # connect and weld rows share one impedance, of the norm of their violation
@@ -576,7 +578,7 @@ def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.A
         2.0 / jnp.maximum(math.MINVAL, dmax * solref[:, 0]),
         -solref[:, 1] / jnp.maximum(math.MINVAL, dmax),
     )
-    return R, jnp.stack([K, B, imp, jnp.zeros_like(imp)], -1)
+    return R, K, B, imp
 
 
 def reference_constraint(m: Model, d: Data) -> Data:

@@ -163,7 +163,7 @@ def com_pos(m: Model, d: Data) -> Data:
         md = mass[:, None] * dif
         dx, dy, dz = dif[:, 0], dif[:, 1], dif[:, 2]
         cinert = (
-            jnp.stack(
+            math.stack_select(
                 [
                     rot[:, 0, 0] + mass * (dy * dy + dz * dz),
                     rot[:, 1, 1] + mass * (dx * dx + dz * dz),
@@ -175,8 +175,7 @@ def com_pos(m: Model, d: Data) -> Data:
                     md[:, 1],
                     md[:, 2],
                     mass,
-                ],
-                -1,
+                ]
             )
             .at[0]
             .set(0.0)

@@ -63,6 +63,23 @@ def take(x: jax.Array, idx: np.ndarray) -> jax.Array:
     return x[idx]
 
 
+def stack_select(xs: list, axis: int = -1) -> jax.Array:
+    """jnp.stack(xs, axis) for arrays of one shape, written as selects on the new axis's index instead of
+    a concatenation. For arrays a stage writes out whole (a `Data` field): XLA CPU emits a concatenation
+    along a short minor axis as one loop nest per operand that LLVM unrolls and vectorises lane by lane,
+    often the slowest kernels of a step to compile (benchmarks/NOTES.md §17). Not for intermediates that
+    consumers slice: XLA simplifies a slice of a concatenation, not of a select."""
+    x0 = jnp.asarray(xs[0])
+    axis = axis % (x0.ndim + 1)
+    shape = [1] * (x0.ndim + 1)
+    shape[axis] = len(xs)
+    idx = np.arange(len(xs)).reshape(shape)
+    out = jnp.expand_dims(jnp.asarray(xs[-1]), axis)
+    for i in range(len(xs) - 2, -1, -1):
+        out = jnp.where(idx == i, jnp.expand_dims(jnp.asarray(xs[i]), axis), out)
+    return out
+
+
 def einsum(spec: str, *ops: jax.Array) -> jax.Array:
     return jnp.einsum(spec, *ops, precision=HIGHEST)
 

@@ -128,3 +128,17 @@ def test_take_slices_runs_and_gathers_the_rest():
     # a run of consecutive indices is a slice: no gather in the program
     hlo = jax.jit(jax.vmap(lambda a: math.take(a, np.arange(2, 5)))).lower(x).as_text()
     assert "gather" not in hlo
+
+
+def test_stack_select_equals_stack_without_a_concatenation():
+    xs = [jnp.asarray(RNG.standard_normal((5, 3))) for _ in range(4)]
+    for axis in (-1, 0, 1, 2):
+        np.testing.assert_array_equal(math.stack_select(xs, axis), jnp.stack(xs, axis))
+    # under vmap (the batch axis first, the components last), with booleans too
+    batched = jax.vmap(lambda *a: math.stack_select(list(a)))(*xs)
+    np.testing.assert_array_equal(batched, jnp.stack(xs, -1))
+    flags = [x > 0 for x in xs]
+    np.testing.assert_array_equal(math.stack_select(flags, 1), jnp.stack(flags, 1))
+    # XLA compiles selects, not a concatenation along the minor axis
+    hlo = jax.jit(jax.vmap(lambda *a: math.stack_select([a[0] * a[1], a[2] - a[3]]))).lower(*xs).compile().as_text()
+    assert "concatenate" not in hlo

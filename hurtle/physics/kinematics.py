@@ -100,7 +100,8 @@ def kinematics(m: Model, d: Data) -> Data:
         # arithmetic instead of three), then each kind's copies of the frames the compiler found equal
         nb, ng = m.nbody, m.ngeom
         body = np.concatenate([np.arange(nb), m.geom_bodyid, m.site_bodyid]).astype(np.int32)
-        wpos = xpos[body] + math.quat_rot(xquat[body], jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
+        # positions through the body's rotation matrix, as mj_local2Global (no cross product to stack)
+        wpos = xpos[body] + math.matvec(xmat[body], jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
         wquat = math.quat_mul(xquat[body], jnp.concatenate([m.body_iquat, m.geom_quat, m.site_quat]))
         wmat = math.quat_to_mat(wquat)
         frames = (xpos, xquat, xmat, None, None)
@@ -201,6 +202,8 @@ def _cdof(m: Model, d: Data, subtree_com: jax.Array) -> jax.Array:
         unit = np.eye(3, dtype=axis.dtype)[col]
         axis = jnp.where(t.dof_free[:, None], unit, axis)
     translational = (m.jnt_type[jnt] == JNT_SLIDE) | t.dof_free
-    rot_dof = jnp.concatenate([axis, math.cross(axis, offset)], -1)
-    trans_dof = jnp.concatenate([jnp.zeros_like(axis), axis], -1)
-    return jnp.where(translational[:, None], trans_dof, rot_dof)
+    moment = math.cross(axis, offset)
+    # cdof is written whole: its six columns by selects (math.stack_select)
+    ang = [jnp.where(translational, 0.0, axis[:, k]) for k in range(3)]
+    lin = [jnp.where(translational, axis[:, k], moment[:, k]) for k in range(3)]
+    return math.stack_select(ang + lin)

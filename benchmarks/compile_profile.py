@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from physics import _controls, _mj_model  # noqa: E402
+from physics import rollout_fn, setup_hurtle, setup_mjx  # noqa: E402
 
 STAGES = (
     "kinematics",
@@ -62,29 +62,13 @@ def _seconds(line: str) -> float:
 def worker(args) -> None:
     """Compile and run the benchmark program once; print the split and write the optimised HLO."""
     import jax
-    import jax.numpy as jnp
 
-    mm = _mj_model(args.models, "full")
     if args.engine == "hurtle":
-        import hurtle.physics as hp
-
-        model = hp.from_mujoco(mm, source=args.models)
-        d = hp.make_data(model)
-        step = hp.step
+        step, model, data = setup_hurtle(args.models, args.batch, "full")
+        rollout = rollout_fn(step, args.nsteps, niter=lambda d: d.solver_niter)
     else:
-        from mujoco import mjx
-
-        model = mjx.put_model(mm)
-        d = mjx.make_data(model)
-        step = mjx.step
-    ctrl = jnp.asarray(_controls(mm, args.batch), d.qpos.dtype)
-    data = jax.tree.map(lambda x: jnp.broadcast_to(x, (args.batch,) + x.shape), d).replace(ctrl=ctrl)
-
-    def rollout(m, d):
-        def body(d, _):
-            return jax.vmap(step, in_axes=(None, 0))(m, d), None
-
-        return jax.lax.scan(body, d, None, length=args.nsteps)[0]
+        step, model, data = setup_mjx(args.models, args.batch, "full")
+        rollout = rollout_fn(step, args.nsteps)
 
     t0 = time.perf_counter()
     traced = jax.jit(rollout).trace(model, data)

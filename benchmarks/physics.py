@@ -73,10 +73,9 @@ def _controls(mm, batch: int, seed: int = 0) -> np.ndarray:
     return rng.uniform(lo, hi, size=(batch, mm.nu))
 
 
-def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
-    """Compile + first call seconds (`compile_s`; compile alone: `lower_compile_s`), steps per second
-    of nsteps batched steps in one lax.scan, and the mean solver iterations per step over the first
-    nsteps steps when `niter(data)` reads them."""
+def rollout_fn(step_fn, nsteps: int, niter=None):
+    """The timed program: nsteps batched steps (`vmap(step_fn)` over the worlds, the model shared) in one
+    lax.scan; returns the final data and the mean of `niter(data)` over the steps (0 without `niter`)."""
     import jax
     import jax.numpy as jnp
 
@@ -88,6 +87,16 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> di
         d, iters = jax.lax.scan(body, d, None, length=nsteps)
         return d, jnp.mean(iters)
 
+    return rollout
+
+
+def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
+    """Compile + first call seconds (`compile_s`; compile alone: `lower_compile_s`), steps per second
+    of nsteps batched steps in one lax.scan, and the mean solver iterations per step over the first
+    nsteps steps when `niter(data)` reads them."""
+    import jax
+
+    rollout = rollout_fn(step_fn, nsteps, niter)
     t0 = time.perf_counter()
     run = jax.jit(rollout).lower(model, data).compile()
     lower_compile_s = time.perf_counter() - t0
@@ -112,7 +121,8 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> di
     return res
 
 
-def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
+def setup_hurtle(spec: str, batch: int, mode: str):
+    """hurtle's (step, model, batched data) for the model, with the benchmark's random controls."""
     import jax
     import jax.numpy as jnp
 
@@ -123,10 +133,11 @@ def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
     d = hp.make_data(model)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
     data = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d).replace(ctrl=ctrl)
-    return _time_jax(hp.step, model, data, nsteps, repeats, niter=lambda d: d.solver_niter)
+    return hp.step, model, data
 
 
-def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
+def setup_mjx(spec: str, batch: int, mode: str):
+    """MJX's (step, model, batched data) for the model, with the benchmark's random controls."""
     import jax
     import jax.numpy as jnp
     from mujoco import mjx
@@ -136,7 +147,17 @@ def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
     d = mjx.make_data(mx)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
     data = jax.vmap(lambda c: d.replace(ctrl=c))(ctrl)
-    return _time_jax(mjx.step, mx, data, nsteps, repeats)
+    return mjx.step, mx, data
+
+
+def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
+    step, model, data = setup_hurtle(spec, batch, mode)
+    return _time_jax(step, model, data, nsteps, repeats, niter=lambda d: d.solver_niter)
+
+
+def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
+    step, model, data = setup_mjx(spec, batch, mode)
+    return _time_jax(step, model, data, nsteps, repeats)
 
 
 def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int, mode: str):

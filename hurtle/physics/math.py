@@ -272,19 +272,25 @@ def skew(v: jax.Array) -> jax.Array:
     return jnp.stack([jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2)
 
 
+# The spatial products run on every body or dof each step, and their constant matrices are wide (6 or 10
+# numbers in, 36 out per row): as matrix products they compiled faster but ran slower (the library call
+# costs more than the fused kernel: benchmarks/NOTES.md §18), so their components are stacked.
+_SPATIAL_FORM = "stack"
+
+
 def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:
     """Spatial motion cross product v x u."""
-    return bilinear(v, u, _CROSS_MOTION)
+    return bilinear(v, u, _CROSS_MOTION, _SPATIAL_FORM)
 
 
 def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     """Spatial force cross product v x* f."""
-    return bilinear(v, f, _CROSS_FORCE)
+    return bilinear(v, f, _CROSS_FORCE, _SPATIAL_FORM)
 
 
 def inert_mul(i: jax.Array, v: jax.Array) -> jax.Array:
     """Product of a 10-number com-based inertia with a spatial motion vector (mju_mulInertVec)."""
-    return bilinear(v, i, _INERT_MUL)
+    return bilinear(v, i, _INERT_MUL, _SPATIAL_FORM)
 
 
 def _inert_rot(i: np.ndarray) -> np.ndarray:

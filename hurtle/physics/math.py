@@ -84,15 +84,13 @@ def bilinear(a: jax.Array, b: jax.Array, t: np.ndarray, form: str | None = None)
     """out[..., k] = sum_ij t[i, j, k] a[..., i] b[..., j] for a constant tensor `t` (the quaternion and
     spatial products below).
 
-    `form` "dot" (the default on the CPU): `b` times a constant matrix, one matrix product (a library
-    call: nothing for LLVM to compile), then the sum over `a`'s components of each times its slice of
-    that product. Nothing is concatenated along the short minor axis, which XLA CPU compiles into its
-    slowest kernels (benchmarks/NOTES.md §17, §18). "stack" (the default elsewhere): each component of
-    the result written out and stacked."""
+    `form` "stack" (the default): each component of the result written out and stacked. "dot": `b`
+    times the constant matrix, one matrix product (on the CPU a library call: nothing for LLVM to
+    compile), then the sum over `a`'s components of each times its slice of that product, with nothing
+    concatenated along the short minor axis. The dot form compiled faster and ran slower in the
+    benchmark's workers (benchmarks/NOTES.md §18), so nothing uses it by default."""
     na, nb, nk = t.shape
-    if form is None:
-        form = "dot" if jax.default_backend() == "cpu" else "stack"
-    if form == "stack":
+    if form in (None, "stack"):
         cols = []
         for k in range(nk):
             acc = None
@@ -272,25 +270,19 @@ def skew(v: jax.Array) -> jax.Array:
     return jnp.stack([jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2)
 
 
-# The spatial products run on every body or dof each step, and their constant matrices are wide (6 or 10
-# numbers in, 36 out per row): as matrix products they compiled faster but ran slower (the library call
-# costs more than the fused kernel: benchmarks/NOTES.md §18), so their components are stacked.
-_SPATIAL_FORM = "stack"
-
-
 def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:
     """Spatial motion cross product v x u."""
-    return bilinear(v, u, _CROSS_MOTION, _SPATIAL_FORM)
+    return bilinear(v, u, _CROSS_MOTION)
 
 
 def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     """Spatial force cross product v x* f."""
-    return bilinear(v, f, _CROSS_FORCE, _SPATIAL_FORM)
+    return bilinear(v, f, _CROSS_FORCE)
 
 
 def inert_mul(i: jax.Array, v: jax.Array) -> jax.Array:
     """Product of a 10-number com-based inertia with a spatial motion vector (mju_mulInertVec)."""
-    return bilinear(v, i, _INERT_MUL, _SPATIAL_FORM)
+    return bilinear(v, i, _INERT_MUL)
 
 
 def _inert_rot(i: np.ndarray) -> np.ndarray:

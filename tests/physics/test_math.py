@@ -145,8 +145,8 @@ def test_stack_select_equals_stack_without_a_concatenation():
 
 
 def test_bilinear_forms_match_their_definitions():
-    """The quaternion and spatial products as one constant matrix product (the CPU's form) and as
-    stacked components (elsewhere) both equal the sum over their tensors."""
+    """The quaternion and spatial products as stacked components (the default) and as one product by a
+    constant matrix both equal the sum over their tensors."""
     tensors = (math._QUAT_MUL, math._QUAT_TO_MAT, math._CROSS_MOTION, math._CROSS_FORCE, math._INERT_MUL)
     for t in tensors:
         a, b = RNG.standard_normal((5, t.shape[0])), RNG.standard_normal((5, t.shape[1]))
@@ -161,7 +161,7 @@ def test_bilinear_forms_match_their_definitions():
         math.quat_rot(jnp.array(q), jnp.array([1.0, 2.0, 3.0])),
         atol=1e-14,
     )
-    # on the CPU: a matrix product, no concatenation along the minor axis
+    # the dot form: a matrix product, no concatenation along the minor axis
     qa, qb = jnp.array(_quats(6)), jnp.array(_quats(6))
-    hlo = jax.jit(jax.vmap(math.quat_mul)).lower(qa, qb).compile().as_text()
+    hlo = jax.jit(jax.vmap(lambda x, y: math.bilinear(x, y, math._QUAT_MUL, "dot"))).lower(qa, qb).compile().as_text()
     assert "concatenate" not in hlo

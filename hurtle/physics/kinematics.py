@@ -17,7 +17,8 @@ from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data,
 def _joint_transforms(m: Model, d: Data):
     """Each body's k-th joint as a rigid transform (Q, t) in the body's frame as it stands before that
     joint, for every (slot k, body) at once: a hinge or ball turns about its anchor c (t = c - Q c), a
-    slide shifts along its axis. Empty slots are the identity."""
+    slide shifts along its axis. Empty slots are the identity. Also returns the joints' (slot, body)
+    positions and axes in their body's frame."""
     t = m.tree
     jnt, valid = t.jnt_slot, t.jnt_slot_valid
     jtype = np.where(valid, m.jnt_type[jnt], JNT_SLIDE)
@@ -32,7 +33,7 @@ def _joint_transforms(m: Model, d: Data):
         quat = jnp.where((jtype == JNT_BALL)[..., None], math.quat_normalize(d.qpos[idx]), quat)
     rotating = jtype != JNT_SLIDE
     shift = jnp.where(rotating[..., None], pos - math.quat_rot(quat, pos), axis * value[..., None])
-    return quat, jnp.where(valid[..., None], shift, 0.0)
+    return quat, jnp.where(valid[..., None], shift, 0.0), pos, axis
 
 
 def kinematics(m: Model, d: Data) -> Data:
@@ -48,7 +49,7 @@ def kinematics(m: Model, d: Data) -> Data:
             mid = m.body_mocapid[mb]
             p = p.at[mb].set(d.mocap_pos[mid])
             q = q.at[mb].set(math.quat_normalize(d.mocap_quat[mid]))
-        jq, jt = _joint_transforms(m, d)
+        jq, jt, jpos, jaxis = _joint_transforms(m, d)
         nslot = t.jnt_slot.shape[0]
         before_p, before_q = [], []
         for k in range(nslot):
@@ -78,16 +79,15 @@ def kinematics(m: Model, d: Data) -> Data:
         (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), t.level_mask)
         xmat = math.quat_to_mat(xquat)
 
-        # joint anchors and axes: the body's pose before the joint, in its parent's world frame; the
-        # inputs are gathered per joint first, so each gather reads a plain array (a gather of computed
-        # values fuses that computation into a kernel that compiles slowly)
+        # joint anchors and axes: the body's pose before the joint, in its parent's world frame
         if nslot:
-            sel = t.jnt_slot_flat
-            bp, bq = jnp.concatenate(before_p)[sel], jnp.concatenate(before_q)[sel]
-            par = m.body_parentid[m.jnt_bodyid]
-            rot = xmat[par]
-            xanchor = xpos[par] + math.matvec(rot, bp + math.quat_rot(bq, m.jnt_pos))
-            xaxis = math.matvec(rot, math.quat_rot(bq, m.jnt_axis))
+            bp, bq = jnp.concatenate(before_p), jnp.concatenate(before_q)
+            par = np.tile(m.body_parentid, nslot)
+            jpos, jaxis = jpos.reshape(-1, 3), jaxis.reshape(-1, 3)
+            wq = xquat[par]
+            wanchor = xpos[par] + math.quat_rot(wq, bp + math.quat_rot(bq, jpos))
+            waxis = math.quat_rot(wq, math.quat_rot(bq, jaxis))
+            xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
         else:
             xanchor = jnp.zeros((m.njnt, 3), dtype)
             xaxis = jnp.zeros((m.njnt, 3), dtype)
@@ -107,10 +107,7 @@ def kinematics(m: Model, d: Data) -> Data:
         frames = (xpos, xquat, xmat, None, None)
         xipos, ximat = _same_frames(frames, wpos[:nb], wmat[:nb], np.arange(nb), m.body_sameframe)
         # the world body's inertial frame stays at the origin, as in MuJoCo
-        # (selects on a constant mask: an update of one row is a kernel of its own)
-        world = (np.arange(nb) == 0)[:, None]
-        xipos = jnp.where(world, 0.0, xipos)
-        ximat = jnp.where(world[..., None], np.eye(3, dtype=dtype), ximat)
+        xipos, ximat = xipos.at[0].set(0.0), ximat.at[0].set(np.eye(3, dtype=dtype))
         frames = (xpos, xquat, xmat, xipos, ximat)
         geom_xpos, geom_xmat = _same_frames(
             frames, wpos[nb : nb + ng], wmat[nb : nb + ng], m.geom_bodyid, m.geom_sameframe
@@ -166,21 +163,24 @@ def com_pos(m: Model, d: Data) -> Data:
         rot = math.einsum("bij,bj,bkj->bik", d.ximat, m.body_inertia, d.ximat)
         md = mass[:, None] * dif
         dx, dy, dz = dif[:, 0], dif[:, 1], dif[:, 2]
-        cinert = math.stack_select(
-            [
-                rot[:, 0, 0] + mass * (dy * dy + dz * dz),
-                rot[:, 1, 1] + mass * (dx * dx + dz * dz),
-                rot[:, 2, 2] + mass * (dx * dx + dy * dy),
-                rot[:, 0, 1] - mass * dx * dy,
-                rot[:, 0, 2] - mass * dx * dz,
-                rot[:, 1, 2] - mass * dy * dz,
-                md[:, 0],
-                md[:, 1],
-                md[:, 2],
-                mass,
-            ]
+        cinert = (
+            math.stack_select(
+                [
+                    rot[:, 0, 0] + mass * (dy * dy + dz * dz),
+                    rot[:, 1, 1] + mass * (dx * dx + dz * dz),
+                    rot[:, 2, 2] + mass * (dx * dx + dy * dy),
+                    rot[:, 0, 1] - mass * dx * dy,
+                    rot[:, 0, 2] - mass * dx * dz,
+                    rot[:, 1, 2] - mass * dy * dz,
+                    md[:, 0],
+                    md[:, 1],
+                    md[:, 2],
+                    mass,
+                ]
+            )
+            .at[0]
+            .set(0.0)
         )
-        cinert = jnp.where((np.arange(m.nbody) == 0)[:, None], 0.0, cinert)  # the world body's is zero
 
         cdof = _cdof(m, d, subtree_com)
         return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)

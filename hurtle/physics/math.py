@@ -80,73 +80,6 @@ def stack_select(xs: list, axis: int = -1) -> jax.Array:
     return out
 
 
-def bilinear(a: jax.Array, b: jax.Array, t: np.ndarray, form: str | None = None) -> jax.Array:
-    """out[..., k] = sum_ij t[i, j, k] a[..., i] b[..., j] for a constant tensor `t` (the quaternion and
-    spatial products below).
-
-    `form` "stack" (the default): each component of the result written out and stacked. "dot": `b`
-    times the constant matrix, one matrix product (on the CPU a library call: nothing for LLVM to
-    compile), then the sum over `a`'s components of each times its slice of that product, with nothing
-    concatenated along the short minor axis. The dot form compiled faster and ran slower in the
-    benchmark's workers (benchmarks/NOTES.md §18), so nothing uses it by default."""
-    na, nb, nk = t.shape
-    if form in (None, "stack"):
-        cols = []
-        for k in range(nk):
-            acc = None
-            for i, j in zip(*np.nonzero(t[:, :, k])):
-                c = float(t[i, j, k])
-                term = a[..., i] * b[..., j]
-                if acc is None:
-                    acc = term if c == 1 else -term if c == -1 else c * term
-                else:
-                    acc = acc + term if c == 1 else acc - term if c == -1 else acc + c * term
-            cols.append(jnp.zeros_like(a[..., 0] * b[..., 0]) if acc is None else acc)
-        return jnp.stack(cols, -1)
-    bt = jnp.matmul(b, t.transpose(1, 0, 2).reshape(nb, na * nk).astype(b.dtype), precision=HIGHEST)
-    bt = bt.reshape(bt.shape[:-1] + (na, nk))
-    out = None
-    for i in range(na):
-        if t[i].any():
-            term = a[..., i : i + 1] * bt[..., i, :]
-            out = term if out is None else out + term
-    return out
-
-
-def _tensor(f, na: int, nb: int) -> np.ndarray:
-    """The tensor t of a bilinear map f(a, b) -> list of components: t[i, j] = f(e_i, e_j)."""
-    eye_a, eye_b = np.eye(na), np.eye(nb)
-    return np.array([[f(eye_a[i], eye_b[j]) for j in range(nb)] for i in range(na)])
-
-
-_QUAT_MUL = _tensor(
-    lambda a, b: [
-        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-        a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-        a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-        a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
-    ],
-    4,
-    4,
-)
-# R(q) = f(q, q), row-major (each product of two components appears once)
-_QUAT_TO_MAT = _tensor(
-    lambda a, b: [
-        a[0] * b[0] + a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-        2 * (a[1] * b[2] - a[0] * b[3]),
-        2 * (a[1] * b[3] + a[0] * b[2]),
-        2 * (a[1] * b[2] + a[0] * b[3]),
-        a[0] * b[0] - a[1] * b[1] + a[2] * b[2] - a[3] * b[3],
-        2 * (a[2] * b[3] - a[0] * b[1]),
-        2 * (a[1] * b[3] - a[0] * b[2]),
-        2 * (a[2] * b[3] + a[0] * b[1]),
-        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] + a[3] * b[3],
-    ],
-    4,
-    4,
-)
-
-
 def einsum(spec: str, *ops: jax.Array) -> jax.Array:
     return jnp.einsum(spec, *ops, precision=HIGHEST)
 
@@ -169,14 +102,13 @@ def dot(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def cross(a: jax.Array, b: jax.Array) -> jax.Array:
-    """a x b, its components stacked by selects (math.stack_select): it is mostly consumed whole by
-    arithmetic, and a concatenation along the minor axis compiles slowly (benchmarks/NOTES.md §18)."""
-    return stack_select(
+    return jnp.stack(
         [
             a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
             a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
             a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
-        ]
+        ],
+        axis=-1,
     )
 
 
@@ -203,7 +135,17 @@ def quat_normalize(q: jax.Array) -> jax.Array:
 
 
 def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
-    return bilinear(a, b, _QUAT_MUL)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return jnp.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
 
 
 def quat_conj(q: jax.Array) -> jax.Array:
@@ -222,7 +164,15 @@ def quat_rot(q: jax.Array, v: jax.Array) -> jax.Array:
 
 def quat_to_mat(q: jax.Array) -> jax.Array:
     """3x3 rotation matrix of a unit quaternion (shape (..., 3, 3))."""
-    return bilinear(q, q, _QUAT_TO_MAT).reshape(q.shape[:-1] + (3, 3))
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    ww, xx, yy, zz = w * w, x * x, y * y, z * z
+    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
+    rows = [
+        [ww + xx - yy - zz, 2 * (xy - wz), 2 * (xz + wy)],
+        [2 * (xy + wz), ww - xx + yy - zz, 2 * (yz - wx)],
+        [2 * (xz - wy), 2 * (yz + wx), ww - xx - yy + zz],
+    ]
+    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
 
 
 def axis_angle_to_quat(axis: jax.Array, angle: jax.Array) -> jax.Array:
@@ -272,37 +222,33 @@ def skew(v: jax.Array) -> jax.Array:
 
 def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:
     """Spatial motion cross product v x u."""
-    return bilinear(v, u, _CROSS_MOTION)
+    w, lin = v[..., :3], v[..., 3:]
+    return jnp.concatenate([cross(w, u[..., :3]), cross(w, u[..., 3:]) + cross(lin, u[..., :3])], -1)
 
 
 def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     """Spatial force cross product v x* f."""
-    return bilinear(v, f, _CROSS_FORCE)
+    w, lin = v[..., :3], v[..., 3:]
+    return jnp.concatenate([cross(w, f[..., :3]) + cross(lin, f[..., 3:]), cross(w, f[..., 3:])], -1)
 
 
 def inert_mul(i: jax.Array, v: jax.Array) -> jax.Array:
     """Product of a 10-number com-based inertia with a spatial motion vector (mju_mulInertVec)."""
-    return bilinear(v, i, _INERT_MUL)
+    w, lin = v[..., :3], v[..., 3:]
+    h, m = i[..., 6:9], i[..., 9:10]
+    return jnp.concatenate([inert_rot_mul(i, w) + cross(h, lin), m * lin - cross(h, w)], -1)
 
 
-def _inert_rot(i: np.ndarray) -> np.ndarray:
-    return np.array([[i[0], i[3], i[4]], [i[3], i[1], i[5]], [i[4], i[5], i[2]]])
-
-
-# the spatial products' tensors, from their definitions
-_CROSS_MOTION = _tensor(
-    lambda v, u: np.concatenate([np.cross(v[:3], u[:3]), np.cross(v[:3], u[3:]) + np.cross(v[3:], u[:3])]), 6, 6
-)
-_CROSS_FORCE = _tensor(
-    lambda v, f: np.concatenate([np.cross(v[:3], f[:3]) + np.cross(v[3:], f[3:]), np.cross(v[:3], f[3:])]), 6, 6
-)
-_INERT_MUL = _tensor(
-    lambda v, i: np.concatenate(
-        [_inert_rot(i) @ v[:3] + np.cross(i[6:9], v[3:]), i[9] * v[3:] - np.cross(i[6:9], v[:3])]
-    ),
-    6,
-    10,
-)
+def inert_rot_mul(i: jax.Array, w: jax.Array) -> jax.Array:
+    """Rotational 3x3 part of a 10-number inertia times a 3-vector."""
+    return jnp.stack(
+        [
+            i[..., 0] * w[..., 0] + i[..., 3] * w[..., 1] + i[..., 4] * w[..., 2],
+            i[..., 3] * w[..., 0] + i[..., 1] * w[..., 1] + i[..., 5] * w[..., 2],
+            i[..., 4] * w[..., 0] + i[..., 5] * w[..., 1] + i[..., 2] * w[..., 2],
+        ],
+        -1,
+    )
 
 
 def inert_to_mat(i: jax.Array) -> jax.Array:

@@ -142,26 +142,3 @@ def test_stack_select_equals_stack_without_a_concatenation():
     # XLA compiles selects, not a concatenation along the minor axis
     hlo = jax.jit(jax.vmap(lambda *a: math.stack_select([a[0] * a[1], a[2] - a[3]]))).lower(*xs).compile().as_text()
     assert "concatenate" not in hlo
-
-
-def test_bilinear_forms_match_their_definitions():
-    """The quaternion and spatial products as stacked components (the default) and as one product by a
-    constant matrix both equal the sum over their tensors."""
-    tensors = (math._QUAT_MUL, math._QUAT_TO_MAT, math._CROSS_MOTION, math._CROSS_FORCE, math._INERT_MUL)
-    for t in tensors:
-        a, b = RNG.standard_normal((5, t.shape[0])), RNG.standard_normal((5, t.shape[1]))
-        ref = np.einsum("ijk,ni,nj->nk", t, a, b)
-        for form in ("dot", "stack"):
-            out = jax.vmap(lambda x, y, f=form, t=t: math.bilinear(x, y, t, f))(jnp.array(a), jnp.array(b))
-            np.testing.assert_allclose(out, ref, rtol=1e-14, atol=1e-14)
-    # the rotation matrix's tensor rotates as quat_rot does
-    q = _quats(1)[0]
-    np.testing.assert_allclose(
-        np.einsum("ijk,i,j->k", math._QUAT_TO_MAT, q, q).reshape(3, 3) @ [1.0, 2.0, 3.0],
-        math.quat_rot(jnp.array(q), jnp.array([1.0, 2.0, 3.0])),
-        atol=1e-14,
-    )
-    # the dot form: a matrix product, no concatenation along the minor axis
-    qa, qb = jnp.array(_quats(6)), jnp.array(_quats(6))
-    hlo = jax.jit(jax.vmap(lambda x, y: math.bilinear(x, y, math._QUAT_MUL, "dot"))).lower(qa, qb).compile().as_text()
-    assert "concatenate" not in hlo

@@ -15,29 +15,40 @@ from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data,
 
 
 def _joint_transforms(m: Model, d: Data):
-    """Each body's k-th joint as a rigid transform (Q, t) in the body's frame as it stands before that
-    joint, for every (slot k, body) at once: a hinge or ball turns about its anchor c (t = c - Q c), a
-    slide shifts along its axis. Empty slots are the identity. Also returns the joints' (slot, body)
-    positions and axes in their body's frame."""
+    """Each body's k-th joint as a rigid transform in the body's frame as it stands before that joint, for
+    every (slot k, body) at once: its quaternion (for `xquat`), rotation matrix R and shift t (a hinge or
+    ball turns about its anchor c: t = c - R c; a slide shifts along its axis). Empty slots are the
+    identity. Also returns the joints' (slot, body) positions and axes in their body's frame."""
     t = m.tree
     jnt, valid = t.jnt_slot, t.jnt_slot_valid
     jtype = np.where(valid, m.jnt_type[jnt], JNT_SLIDE)
     axis, pos = m.jnt_axis[jnt], m.jnt_pos[jnt]
     qadr = m.jnt_qposadr[jnt]
+    dtype = d.qpos.dtype
     value = jnp.where(valid, d.qpos[qadr] - m.qpos0[qadr], 0.0)
-    quat = jnp.zeros(jnt.shape + (4,), d.qpos.dtype).at[..., 0].set(1.0)
+    quat = jnp.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0], dtype), jnt.shape + (4,))
+    rot = jnp.broadcast_to(np.eye(3, dtype=dtype), jnt.shape + (3, 3))
     if np.any(jtype == JNT_HINGE):
-        quat = jnp.where((jtype == JNT_HINGE)[..., None], math.axis_angle_to_quat(axis, value), quat)
+        hinge = jtype == JNT_HINGE
+        quat = jnp.where(hinge[..., None], math.axis_angle_to_quat(axis, value), quat)
+        rot = jnp.where(hinge[..., None, None], math.axis_angle_to_mat(axis, value), rot)
     if np.any(jtype == JNT_BALL):
+        ball = jtype == JNT_BALL
         idx = np.minimum(qadr[..., None] + np.arange(4), m.nq - 1)
-        quat = jnp.where((jtype == JNT_BALL)[..., None], math.quat_normalize(d.qpos[idx]), quat)
+        qb = math.quat_normalize(d.qpos[idx])
+        quat = jnp.where(ball[..., None], qb, quat)
+        rot = jnp.where(ball[..., None, None], math.quat_to_mat(qb), rot)
     rotating = jtype != JNT_SLIDE
-    shift = jnp.where(rotating[..., None], pos - math.quat_rot(quat, pos), axis * value[..., None])
-    return quat, jnp.where(valid[..., None], shift, 0.0), pos, axis
+    shift = jnp.where(rotating[..., None], pos - math.matvec(rot, pos), axis * value[..., None])
+    return quat, rot, jnp.where(valid[..., None], shift, 0.0), pos, axis
 
 
 def kinematics(m: Model, d: Data) -> Data:
-    """Global frames of bodies, joints (anchor, axis), inertias, geoms and sites (mj_kinematics)."""
+    """Global frames of bodies, joints (anchor, axis), inertias, geoms and sites (mj_kinematics).
+
+    Positions and rotations go through 3x3 matrices (products as sums of outer products: no stacked
+    components, which XLA CPU compiles slowly); the body quaternions `xquat` are composed alongside, as
+    MuJoCo's, normalised at every level."""
     with jax.named_scope("kinematics"):
         t = m.tree
         dtype = d.qpos.dtype
@@ -49,44 +60,48 @@ def kinematics(m: Model, d: Data) -> Data:
             mid = m.body_mocapid[mb]
             p = p.at[mb].set(d.mocap_pos[mid])
             q = q.at[mb].set(math.quat_normalize(d.mocap_quat[mid]))
-        jq, jt, jpos, jaxis = _joint_transforms(m, d)
+        r = math.quat_to_mat(q)
+        jq, jr, jt, jpos, jaxis = _joint_transforms(m, d)
         nslot = t.jnt_slot.shape[0]
-        before_p, before_q = [], []
+        before_p, before_r = [], []
         for k in range(nslot):
             before_p.append(p)
-            before_q.append(q)
-            p, q = p + math.quat_rot(q, jt[k]), math.quat_mul(q, jq[k])
+            before_r.append(r)
+            p, r, q = p + math.matvec(r, jt[k]), math.mat_mul(r, jr[k]), math.quat_mul(q, jq[k])
 
         # world frames, one tree level at a time
         xpos = jnp.zeros((m.nbody, 3), dtype)
-        xquat = jnp.zeros((m.nbody, 4), dtype).at[:, 0].set(1.0)
+        xquat = jnp.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0], dtype), (m.nbody, 4))
+        xmat = jnp.broadcast_to(np.eye(3, dtype=dtype), (m.nbody, 3, 3))
         if t.free_body.size:
             idx = t.free_qadr[:, None] + np.arange(7)
             qf = d.qpos[idx]
+            qn = math.quat_normalize(qf[:, 3:])
             xpos = xpos.at[t.free_body].set(qf[:, :3])
-            xquat = xquat.at[t.free_body].set(math.quat_normalize(qf[:, 3:]))
+            xquat = xquat.at[t.free_body].set(qn)
+            xmat = xmat.at[t.free_body].set(math.quat_to_mat(qn))
         # one traced body for all levels: each pass places the bodies of its level (mask) from their
         # parents, placed by the pass before
         par = m.body_parentid
 
         def place(frame, mask):
-            xpos, xquat = frame
-            xq_par = xquat[par]
-            xpos = jnp.where(mask[:, None], xpos[par] + math.quat_rot(xq_par, p), xpos)
-            xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(xq_par, q)), xquat)
-            return (xpos, xquat), None
+            xpos, xquat, xmat = frame
+            xm_par = xmat[par]
+            xpos = jnp.where(mask[:, None], xpos[par] + math.matvec(xm_par, p), xpos)
+            xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(xquat[par], q)), xquat)
+            xmat = jnp.where(mask[:, None, None], math.mat_mul(xm_par, r), xmat)
+            return (xpos, xquat, xmat), None
 
-        (xpos, xquat), _ = jax.lax.scan(place, (xpos, xquat), t.level_mask)
-        xmat = math.quat_to_mat(xquat)
+        (xpos, xquat, xmat), _ = jax.lax.scan(place, (xpos, xquat, xmat), t.level_mask)
 
         # joint anchors and axes: the body's pose before the joint, in its parent's world frame
         if nslot:
-            bp, bq = jnp.concatenate(before_p), jnp.concatenate(before_q)
+            bp, br = jnp.concatenate(before_p), jnp.concatenate(before_r)
             par = np.tile(m.body_parentid, nslot)
             jpos, jaxis = jpos.reshape(-1, 3), jaxis.reshape(-1, 3)
-            wq = xquat[par]
-            wanchor = xpos[par] + math.quat_rot(wq, bp + math.quat_rot(bq, jpos))
-            waxis = math.quat_rot(wq, math.quat_rot(bq, jaxis))
+            wm = math.mat_mul(xmat[par], br)
+            wanchor = xpos[par] + math.matvec(xmat[par], bp) + math.matvec(wm, jpos)
+            waxis = math.matvec(wm, jaxis)
             xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
         else:
             xanchor = jnp.zeros((m.njnt, 3), dtype)
@@ -96,14 +111,13 @@ def kinematics(m: Model, d: Data) -> Data:
             xanchor = xanchor.at[free_j].set(xpos[m.jnt_bodyid[free_j]])
             xaxis = xaxis.at[free_j].set(m.jnt_axis[free_j])
 
-        # inertial, geom and site frames in one vectorised pass (one traced copy of the quaternion
-        # arithmetic instead of three), then each kind's copies of the frames the compiler found equal
+        # inertial, geom and site frames in one vectorised pass, then each kind's copies of the frames
+        # the compiler found equal
         nb, ng = m.nbody, m.ngeom
         body = np.concatenate([np.arange(nb), m.geom_bodyid, m.site_bodyid]).astype(np.int32)
-        # positions through the body's rotation matrix, as mj_local2Global (no cross product to stack)
+        local = math.quat_to_mat(jnp.concatenate([m.body_iquat, m.geom_quat, m.site_quat]))
         wpos = xpos[body] + math.matvec(xmat[body], jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
-        wquat = math.quat_mul(xquat[body], jnp.concatenate([m.body_iquat, m.geom_quat, m.site_quat]))
-        wmat = math.quat_to_mat(wquat)
+        wmat = math.mat_mul(xmat[body], local)
         frames = (xpos, xquat, xmat, None, None)
         xipos, ximat = _same_frames(frames, wpos[:nb], wmat[:nb], np.arange(nb), m.body_sameframe)
         # the world body's inertial frame stays at the origin, as in MuJoCo

@@ -162,17 +162,42 @@ def quat_rot(q: jax.Array, v: jax.Array) -> jax.Array:
     return v * (w * w - uu) + 2.0 * (u * uv + w * cross(u, v))
 
 
+_EYE3 = np.eye(3)
+# skew(e_k) for the unit vectors: skew(v) = sum_k v_k _SKEW_BASIS[k]
+_SKEW_BASIS = np.stack([np.cross(e, np.eye(3)).T for e in np.eye(3)])
+
+
+def skew_sum(v: jax.Array) -> jax.Array:
+    """skew(v) as a sum of constant matrices scaled by v's components: one expression for all nine
+    entries, no stack (XLA CPU compiles a stack along a short minor axis slowly: NOTES.md §17)."""
+    return sum(v[..., k, None, None] * _SKEW_BASIS[k].astype(v.dtype) for k in range(3))
+
+
+def outer(a: jax.Array, b: jax.Array) -> jax.Array:
+    return a[..., :, None] * b[..., None, :]
+
+
+def mat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
+    """a @ b for small matrices as a sum of outer products of a's columns and b's rows (fused by XLA
+    with the arithmetic around it, no stack and no library call)."""
+    return sum(a[..., :, k : k + 1] * b[..., k : k + 1, :] for k in range(a.shape[-1]))
+
+
 def quat_to_mat(q: jax.Array) -> jax.Array:
-    """3x3 rotation matrix of a unit quaternion (shape (..., 3, 3))."""
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    ww, xx, yy, zz = w * w, x * x, y * y, z * z
-    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
-    rows = [
-        [ww + xx - yy - zz, 2 * (xy - wz), 2 * (xz + wy)],
-        [2 * (xy + wz), ww - xx + yy - zz, 2 * (yz - wx)],
-        [2 * (xz - wy), 2 * (yz + wx), ww - xx - yy + zz],
-    ]
-    return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
+    """3x3 rotation matrix of a unit quaternion (shape (..., 3, 3)): (w^2 - u.u) I + 2 u u' + 2 w skew(u)
+    (mju_quat2Mat's entries, written without a stack)."""
+    w, u = q[..., 0, None, None], q[..., 1:]
+    uu = sum_last(u * u)[..., None, None]
+    return (w * w - uu) * _EYE3.astype(q.dtype) + 2.0 * (outer(u, u) + w * skew_sum(u))
+
+
+def axis_angle_to_mat(axis: jax.Array, angle: jax.Array) -> jax.Array:
+    """Rotation matrix by `angle` about the unit `axis` (Rodrigues): I + sin K + (1 - cos) K^2, K =
+    skew(axis), K^2 = a a' - (a.a) I."""
+    k = skew_sum(axis)
+    k2 = outer(axis, axis) - sum_last(axis * axis)[..., None, None] * _EYE3.astype(axis.dtype)
+    s, c = jnp.sin(angle)[..., None, None], jnp.cos(angle)[..., None, None]
+    return _EYE3.astype(k.dtype) + s * k + (1.0 - c) * k2
 
 
 def axis_angle_to_quat(axis: jax.Array, angle: jax.Array) -> jax.Array:

@@ -101,17 +101,6 @@ def dot(a: jax.Array, b: jax.Array) -> jax.Array:
     return sum_last(a * b)
 
 
-def cross(a: jax.Array, b: jax.Array) -> jax.Array:
-    return jnp.stack(
-        [
-            a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-            a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-            a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0],
-        ],
-        axis=-1,
-    )
-
-
 def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:
     """Euclidean norm whose gradient is finite (zero) at the origin."""
     if axis in (-1, x.ndim - 1):
@@ -162,15 +151,31 @@ def quat_rot(q: jax.Array, v: jax.Array) -> jax.Array:
     return v * (w * w - uu) + 2.0 * (u * uv + w * cross(u, v))
 
 
+def _tensor(f, na: int, nb: int) -> np.ndarray:
+    """t (na, nout, nb) with f(a, b) = sum_jk a_j t[j, :, k] b_k, for a function f bilinear in (a, b),
+    from its values on unit vectors."""
+    eye_a, eye_b = np.eye(na), np.eye(nb)
+    return np.stack([np.stack([f(eye_a[j], eye_b[k]) for k in range(nb)], -1) for j in range(na)])
+
+
+def bilinear(a: jax.Array, b: jax.Array, t: np.ndarray) -> jax.Array:
+    """sum_jk a_j t[j, :, k] b_k: the matrix sum_j a_j t[j], then its product with b, both as sums of
+    broadcast terms. One expression for every output component instead of one per component stacked
+    along the minor axis, which XLA CPU compiles slowly (NOTES.md §17, §19); terms whose constant is
+    zero are left out."""
+    mat = sum(a[..., j, None, None] * t[j].astype(a.dtype) for j in range(t.shape[0]) if t[j].any())
+    return sum(mat[..., :, k] * b[..., k : k + 1] for k in range(t.shape[2]) if t[:, :, k].any())
+
+
 _EYE3 = np.eye(3)
-# skew(e_k) for the unit vectors: skew(v) = sum_k v_k _SKEW_BASIS[k]
-_SKEW_BASIS = np.stack([np.cross(e, np.eye(3)).T for e in np.eye(3)])
+_CROSS = _tensor(np.cross, 3, 3)  # _CROSS[k] = skew(e_k)
 
 
-def skew_sum(v: jax.Array) -> jax.Array:
-    """skew(v) as a sum of constant matrices scaled by v's components: one expression for all nine
-    entries, no stack (XLA CPU compiles a stack along a short minor axis slowly: NOTES.md §17)."""
-    return sum(v[..., k, None, None] * _SKEW_BASIS[k].astype(v.dtype) for k in range(3))
+def skew(v: jax.Array) -> jax.Array:
+    """Matrix with skew(v) @ u = cross(v, u), as a sum of constant matrices scaled by v's components: one
+    expression for all nine entries, no stack (XLA CPU compiles a stack along a short minor axis slowly:
+    NOTES.md §17)."""
+    return sum(v[..., k, None, None] * _CROSS[k].astype(v.dtype) for k in range(3))
 
 
 def outer(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -188,13 +193,13 @@ def quat_to_mat(q: jax.Array) -> jax.Array:
     (mju_quat2Mat's entries, written without a stack)."""
     w, u = q[..., 0, None, None], q[..., 1:]
     uu = sum_last(u * u)[..., None, None]
-    return (w * w - uu) * _EYE3.astype(q.dtype) + 2.0 * (outer(u, u) + w * skew_sum(u))
+    return (w * w - uu) * _EYE3.astype(q.dtype) + 2.0 * (outer(u, u) + w * skew(u))
 
 
 def axis_angle_to_mat(axis: jax.Array, angle: jax.Array) -> jax.Array:
     """Rotation matrix by `angle` about the unit `axis` (Rodrigues): I + sin K + (1 - cos) K^2, K =
     skew(axis), K^2 = a a' - (a.a) I."""
-    k = skew_sum(axis)
+    k = skew(axis)
     k2 = outer(axis, axis) - sum_last(axis * axis)[..., None, None] * _EYE3.astype(axis.dtype)
     s, c = jnp.sin(angle)[..., None, None], jnp.cos(angle)[..., None, None]
     return _EYE3.astype(k.dtype) + s * k + (1.0 - c) * k2
@@ -238,42 +243,50 @@ def sub_quat(qa: jax.Array, qb: jax.Array) -> jax.Array:
     return quat_to_rotvec(quat_mul(quat_conj(qb), qa))
 
 
-def skew(v: jax.Array) -> jax.Array:
-    """Matrix with skew(v) @ u = cross(v, u)."""
-    z = jnp.zeros_like(v[..., 0])
-    x, y, w = v[..., 0], v[..., 1], v[..., 2]
-    return jnp.stack([jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2)
+def _np_cross_motion(v, u):
+    return np.concatenate([np.cross(v[:3], u[:3]), np.cross(v[:3], u[3:]) + np.cross(v[3:], u[:3])])
+
+
+def _np_cross_force(v, f):
+    return np.concatenate([np.cross(v[:3], f[:3]) + np.cross(v[3:], f[3:]), np.cross(v[:3], f[3:])])
+
+
+_I10 = np.array([[0, 3, 4], [3, 1, 5], [4, 5, 2]])
+
+
+def _np_inert_mul(i, v):
+    rot, h, m = i[_I10], i[6:9], i[9]
+    return np.concatenate([rot @ v[:3] + np.cross(h, v[3:]), m * v[3:] - np.cross(h, v[:3])])
+
+
+_CROSS_MOTION = _tensor(_np_cross_motion, 6, 6)
+_CROSS_FORCE = _tensor(_np_cross_force, 6, 6)
+_INERT_MUL = _tensor(_np_inert_mul, 10, 6)
+_INERT_ROT_MUL = _tensor(lambda i, w: i[_I10] @ w, 10, 3)
+
+
+def cross(a: jax.Array, b: jax.Array) -> jax.Array:
+    return bilinear(a, b, _CROSS)
 
 
 def cross_motion(v: jax.Array, u: jax.Array) -> jax.Array:
     """Spatial motion cross product v x u."""
-    w, lin = v[..., :3], v[..., 3:]
-    return jnp.concatenate([cross(w, u[..., :3]), cross(w, u[..., 3:]) + cross(lin, u[..., :3])], -1)
+    return bilinear(v, u, _CROSS_MOTION)
 
 
 def cross_force(v: jax.Array, f: jax.Array) -> jax.Array:
     """Spatial force cross product v x* f."""
-    w, lin = v[..., :3], v[..., 3:]
-    return jnp.concatenate([cross(w, f[..., :3]) + cross(lin, f[..., 3:]), cross(w, f[..., 3:])], -1)
+    return bilinear(v, f, _CROSS_FORCE)
 
 
 def inert_mul(i: jax.Array, v: jax.Array) -> jax.Array:
     """Product of a 10-number com-based inertia with a spatial motion vector (mju_mulInertVec)."""
-    w, lin = v[..., :3], v[..., 3:]
-    h, m = i[..., 6:9], i[..., 9:10]
-    return jnp.concatenate([inert_rot_mul(i, w) + cross(h, lin), m * lin - cross(h, w)], -1)
+    return bilinear(i, v, _INERT_MUL)
 
 
 def inert_rot_mul(i: jax.Array, w: jax.Array) -> jax.Array:
     """Rotational 3x3 part of a 10-number inertia times a 3-vector."""
-    return jnp.stack(
-        [
-            i[..., 0] * w[..., 0] + i[..., 3] * w[..., 1] + i[..., 4] * w[..., 2],
-            i[..., 3] * w[..., 0] + i[..., 1] * w[..., 1] + i[..., 5] * w[..., 2],
-            i[..., 4] * w[..., 0] + i[..., 5] * w[..., 1] + i[..., 2] * w[..., 2],
-        ],
-        -1,
-    )
+    return bilinear(i, w, _INERT_ROT_MUL)
 
 
 def inert_to_mat(i: jax.Array) -> jax.Array:

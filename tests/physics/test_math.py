@@ -53,6 +53,26 @@ def test_spatial_products():
     np.testing.assert_allclose(math.cross_force(jnp.array(v), jnp.array(u)), force, atol=1e-14)
 
 
+def test_products_without_stacks_match_their_definitions():
+    # the broadcast forms (math.bilinear, skew, mat_mul, axis_angle_to_mat) against numpy and MuJoCo,
+    # batched with broadcasting leading axes
+    a, b = RNG.standard_normal((4, 1, 3)), RNG.standard_normal((1, 5, 3))
+    np.testing.assert_allclose(math.cross(jnp.array(a), jnp.array(b)), np.cross(a, b), atol=1e-14)
+    np.testing.assert_allclose(math.skew(jnp.array(a[:, 0])) @ b[0, 0], np.cross(a[:, 0], b[0, 0]), atol=1e-14)
+    ma, mb = RNG.standard_normal((2, 6, 3, 3))
+    np.testing.assert_allclose(math.mat_mul(jnp.array(ma), jnp.array(mb)), ma @ mb, atol=1e-14)
+    i10, w = RNG.standard_normal(10), RNG.standard_normal(3)
+    rot = i10[[[0, 3, 4], [3, 1, 5], [4, 5, 2]]]
+    np.testing.assert_allclose(math.inert_rot_mul(jnp.array(i10), jnp.array(w)), rot @ w, atol=1e-14)
+    axis = RNG.standard_normal(3)
+    axis /= np.linalg.norm(axis)
+    for angle in (0.0, 0.4, -2.9, 7.0):
+        quat, mat = np.zeros(4), np.zeros(9)
+        mujoco.mju_axisAngle2Quat(quat, axis, angle)
+        mujoco.mju_quat2Mat(mat, quat)
+        np.testing.assert_allclose(math.axis_angle_to_mat(jnp.array(axis), jnp.array(angle)).ravel(), mat, atol=1e-14)
+
+
 def test_inertia_of_a_point_mass():
     # a point mass m at r: momentum of (w, v) about the origin is (r x p, p) with p = m (v + w x r)
     m, r = 2.5, RNG.standard_normal(3)

@@ -99,8 +99,9 @@ def kinematics(m: Model, d: Data) -> Data:
             bp, br = jnp.concatenate(before_p), jnp.concatenate(before_r)
             par = np.tile(m.body_parentid, nslot)
             jpos, jaxis = jpos.reshape(-1, 3), jaxis.reshape(-1, 3)
-            wm = math.mat_mul(xmat[par], br)
-            wanchor = xpos[par] + math.matvec(xmat[par], bp) + math.matvec(wm, jpos)
+            xm_par = xmat[par]
+            wm = math.mat_mul(xm_par, br)
+            wanchor = xpos[par] + math.matvec(xm_par, bp) + math.matvec(wm, jpos)
             waxis = math.matvec(wm, jaxis)
             xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
         else:

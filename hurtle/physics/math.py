@@ -158,12 +158,17 @@ def _tensor(f, na: int, nb: int) -> np.ndarray:
     return np.stack([np.stack([f(eye_a[j], eye_b[k]) for k in range(nb)], -1) for j in range(na)])
 
 
+def _combine(a: jax.Array, t: np.ndarray) -> jax.Array:
+    """sum_j a_j t[j] for constant matrices t[j] (those that are zero left out), as one broadcast sum."""
+    return sum(a[..., j, None, None] * t[j].astype(a.dtype) for j in range(t.shape[0]) if t[j].any())
+
+
 def bilinear(a: jax.Array, b: jax.Array, t: np.ndarray) -> jax.Array:
     """sum_jk a_j t[j, :, k] b_k: the matrix sum_j a_j t[j], then its product with b, both as sums of
     broadcast terms. One expression for every output component instead of one per component stacked
     along the minor axis, which XLA CPU compiles slowly (NOTES.md §17, §19); terms whose constant is
     zero are left out."""
-    mat = sum(a[..., j, None, None] * t[j].astype(a.dtype) for j in range(t.shape[0]) if t[j].any())
+    mat = _combine(a, t)
     return sum(mat[..., :, k] * b[..., k : k + 1] for k in range(t.shape[2]) if t[:, :, k].any())
 
 
@@ -175,7 +180,7 @@ def skew(v: jax.Array) -> jax.Array:
     """Matrix with skew(v) @ u = cross(v, u), as a sum of constant matrices scaled by v's components: one
     expression for all nine entries, no stack (XLA CPU compiles a stack along a short minor axis slowly:
     NOTES.md §17)."""
-    return sum(v[..., k, None, None] * _CROSS[k].astype(v.dtype) for k in range(3))
+    return _combine(v, _CROSS)
 
 
 def outer(a: jax.Array, b: jax.Array) -> jax.Array:

@@ -10,3 +10,30 @@ import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_numpy_dtype_promotion", "strict")
+
+import pytest  # noqa: E402
+
+# test modules whose tests share compiled programs per task through module-level caches
+_PER_TASK = {"test_locomotion_a", "test_locomotion_b"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Work units for `--dist loadgroup` (the suite's default): tests that share compiled programs go to
+    one worker as a group, every other test is handed out on its own, so the two workers finish
+    together. The physics tests share nothing (their conftest frees the compiled programs after each
+    test); the environment tests share the session's environments (tests/envs/conftest.py), per task in
+    the locomotion modules; the agent tests share per module. An explicit `xdist_group` mark is kept."""
+    root = os.path.dirname(__file__)
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        parts = os.path.relpath(str(item.path), root).split(os.sep)
+        module = os.path.splitext(parts[-1])[0]
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if parts[0] == "envs":
+            group = f"envs/{module}:{params['name']}" if module in _PER_TASK and "name" in params else "envs"
+        elif parts[0] == "agents":
+            group = f"agents/{module}"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -272,6 +272,7 @@ def _pusher_touching(genv, rng, tries: int = 4000):
     raise AssertionError("no touching pose found")
 
 
+@pytest.mark.xdist_group("envs/test_locomotion_b:pusher")  # pusher's compiled step, with its other tests
 def test_pusher_pushing_matches_gymnasium():
     """Pusher's arm pressing on the object (capsule-cylinder contacts, under MuJoCo's default multiccd):
     the same observations and rewards as Gymnasium for the parity steps."""

@@ -2,6 +2,7 @@
 
     python benchmarks/physics.py                   # CPU, batch 256, the default models
     python benchmarks/physics.py --batch 8192      # on a GPU machine
+    python benchmarks/physics.py --rounds 3        # medians of 3 alternating rounds (a drifting host)
 
 For each model: compile + first call (s) and steady-state physics steps/s for hurtle and MJX
 (jit(vmap(step)) inside a lax.scan of --nsteps steps), and MuJoCo C's mujoco.batch.Batch on all
@@ -231,9 +232,21 @@ def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
     return {"error": tail[0][:160]}
 
 
-def _ratio(a: dict, b: dict, key: str) -> str:
-    ok = a and b and "error" not in a and "error" not in b
-    return f"{a[key] / b[key]:.2f}x" if ok and key in a and key in b else "—"
+def combine_rounds(runs: list[dict]) -> dict:
+    """One engine's results over several rounds: the median of each number, or the first error."""
+    errors = [r for r in runs if "error" in r]
+    if errors:
+        return errors[0]
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def round_ratio(a: list[dict], b: list[dict], key: str) -> str:
+    """The median over rounds of a[i][key] / b[i][key]: each ratio from runs minutes apart, so that the
+    host's drift (this machine's speed moves 1.5-2x within minutes) cancels; '—' if a round failed."""
+    pairs = [(x, y) for x, y in zip(a, b) if x and y and "error" not in x and "error" not in y]
+    if not pairs or len(pairs) < len(a) or any(key not in x or key not in y for x, y in pairs):
+        return "—"
+    return f"{statistics.median(x[key] / y[key] for x, y in pairs):.2f}x"
 
 
 def _machine() -> str:
@@ -265,6 +278,12 @@ def main(argv=None):
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="JAX engines' precision")
     p.add_argument("--timeout", type=int, default=900, help="seconds per engine and model")
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every engine this many times per model, alternating, and report medians (ratios per round)",
+    )
+    p.add_argument(
         "--mode",
         choices=sorted(MODE),
         default="full",
@@ -283,16 +302,24 @@ def main(argv=None):
     engines = args.engines.split(",")
     rows = []
     for spec in specs:
-        res = {e: _run_isolated(e, spec, args) for e in engines}
-        rows.append((spec, res))
-        print(spec, json.dumps(res), flush=True)
+        runs = {e: [] for e in engines}
+        for _ in range(args.rounds):
+            for e in engines:
+                runs[e].append(_run_isolated(e, spec, args))
+            print(spec, json.dumps({e: runs[e][-1] for e in engines}), flush=True)
+        rows.append((spec, runs))
 
     def cell(r, key, fmt):
         return fmt.format(r[key]) if "error" not in r else "—"
 
+    rounds = (
+        f" Medians of {args.rounds} rounds (the engines' workers alternating), ratios per round."
+        if args.rounds > 1
+        else ""
+    )
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: batch {args.batch}, {args.nsteps} steps per call, {args.dtype}",
-        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}\n",
+        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}{rounds}\n",
         "| model | "
         + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
         + " | hurtle/mjx speed | hurtle/mjx compile + first call | hurtle/mjx compile alone | hurtle/mujoco speed"
@@ -300,16 +327,18 @@ def main(argv=None):
         "|---|" + "---|---|" * len(engines) + "---|---|---|---|---|",
     ]
     notes = []
-    for spec, res in rows:
+    for spec, runs in rows:
+        res = {e: combine_rounds(runs[e]) for e in engines}
         cells = []
         for e in engines:
             r = res[e]
             cells += [cell(r, "steps_per_s", "{:,.0f}"), cell(r, "compile_s", "{:.1f}")]
             if "error" in r:
                 notes.append(f"- {spec} / {e}: {r['error']}")
-        h, x, c = res.get("hurtle", {}), res.get("mjx", {}), res.get("mujoco", {})
-        cells += [_ratio(h, x, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
-        cells.append(_ratio(h, c, "steps_per_s"))
+        h, x, c = (runs.get(e, [{}] * args.rounds) for e in ("hurtle", "mjx", "mujoco"))
+        cells += [round_ratio(h, x, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
+        cells.append(round_ratio(h, c, "steps_per_s"))
+        h, c = res.get("hurtle", {}), res.get("mujoco", {})
         its = [f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—" for r in (h, c)]
         cells.append(" / ".join(its))
         lines.append(f"| {spec} | " + " | ".join(cells) + " |")

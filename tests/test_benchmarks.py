@@ -36,3 +36,27 @@ def test_compile_profile_attributes_every_kernel(tmp_path, capsys):
     # the costliest kernels come with the hurtle source lines that made them
     top = out.split("| CPU ms |")[1].strip().splitlines()[2:]
     assert len(top) == 5 and any(re.search(r"\w+\.py:\d+", row) for row in top)
+
+
+def test_rounds_report_medians_and_per_round_ratios():
+    import physics
+
+    hurtle = [
+        {"compile_s": 10.0, "steps_per_s": 30.0},
+        {"compile_s": 14.0, "steps_per_s": 20.0},
+        {"compile_s": 9.0, "steps_per_s": 33.0},
+    ]
+    mjx = [
+        {"compile_s": 20.0, "steps_per_s": 10.0},
+        {"compile_s": 40.0, "steps_per_s": 5.0},
+        {"compile_s": 30.0, "steps_per_s": 11.0},
+    ]
+    assert physics.combine_rounds(hurtle) == {"compile_s": 10.0, "steps_per_s": 30.0}
+    # ratios taken round by round (0.5, 0.35, 0.3), then their median: not the ratio of the medians (10/30)
+    assert physics.round_ratio(hurtle, mjx, "compile_s") == "0.35x"
+    assert physics.round_ratio(hurtle, mjx, "steps_per_s") == "3.00x"
+    # a failed round fails the engine's cell and every ratio that needs it
+    failed = mjx[:2] + [{"error": "timed out after 900 s"}]
+    assert physics.combine_rounds(failed) == {"error": "timed out after 900 s"}
+    assert physics.round_ratio(hurtle, failed, "compile_s") == "—"
+    assert physics.round_ratio(hurtle, [{}] * 3, "compile_s") == "—"

@@ -335,11 +335,13 @@ def main(argv=None):
             cells += [cell(r, "steps_per_s", "{:,.0f}"), cell(r, "compile_s", "{:.1f}")]
             if "error" in r:
                 notes.append(f"- {spec} / {e}: {r['error']}")
-        h, x, c = (runs.get(e, [{}] * args.rounds) for e in ("hurtle", "mjx", "mujoco"))
-        cells += [round_ratio(h, x, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
-        cells.append(round_ratio(h, c, "steps_per_s"))
-        h, c = res.get("hurtle", {}), res.get("mujoco", {})
-        its = [f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—" for r in (h, c)]
+        hr, xr, cr = (runs.get(e, [{}] * args.rounds) for e in ("hurtle", "mjx", "mujoco"))
+        cells += [round_ratio(hr, xr, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
+        cells.append(round_ratio(hr, cr, "steps_per_s"))
+        its = [
+            f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—"
+            for r in (res.get("hurtle"), res.get("mujoco"))
+        ]
         cells.append(" / ".join(its))
         lines.append(f"| {spec} | " + " | ".join(cells) + " |")
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"

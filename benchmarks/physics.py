@@ -38,9 +38,12 @@ def _asset(spec: str) -> str:
 
         return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets", f"{name}.xml")
     if kind == "dmc":
-        import dm_control
+        suite = os.environ.get("DM_CONTROL_SUITE")  # a copy of dm_control/suite where dm_control is absent
+        if not suite:
+            import dm_control
 
-        return os.path.join(os.path.dirname(dm_control.__file__), "suite", f"{name}.xml")
+            suite = os.path.join(os.path.dirname(dm_control.__file__), "suite")
+        return os.path.join(suite, f"{name}.xml")
     return spec
 
 
@@ -228,6 +231,7 @@ def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
     for line in out.stdout.splitlines()[::-1]:
         if line.startswith("RESULT "):
             return json.loads(line[7:])
+    print("worker failed: " + " ".join(cmd[3:]), *(out.stderr or "").splitlines()[-25:], sep="\n", file=sys.stderr)
     tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
     return {"error": tail[0][:160]}
 

@@ -14,5 +14,5 @@ out=${OUT:-/tmp}
 export DM_CONTROL_SUITE=${DM_CONTROL_SUITE:-$PWD/.gpu/dmc} PYTHONUNBUFFERED=1
 nvidia-smi -L
 python3 -c "import jax, mujoco; print('jax', jax.__version__, 'mujoco', mujoco.__version__, jax.devices())"
-python3 benchmarks/physics.py --models "$models" --engines hurtle,mjx --batch "$batch" --nsteps 100 --repeats 3 \
-  --timeout 150 --out "$out/results.md"
+python3 benchmarks/physics.py --models "$models" --engines "${ENGINES:-hurtle,mjx}" --batch "$batch" --nsteps 100 --repeats 3 \
+  --timeout "${TIMEOUT:-150}" --out "$out/results.md"

@@ -94,34 +94,51 @@ def rollout_fn(step_fn, nsteps: int, niter=None):
     return rollout
 
 
-def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
-    """Compile + first call seconds (`compile_s`; compile alone: `lower_compile_s`), steps per second
-    of nsteps batched steps in one lax.scan, and the mean solver iterations per step over the first
-    nsteps steps when `niter(data)` reads them."""
+def timed_rollout(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
+    """Compile the rollout of nsteps batched steps, call it once, then `repeats` more times, each from where
+    the last ended. Returns lower_compile_s, compile_s (compile + first call), the timed calls' seconds
+    (`times`), the final data (`data`), and the rollout's mean `niter` over the first call's steps
+    (`first_iters`) and the last call's (`last_iters`)."""
     import jax
 
-    rollout = rollout_fn(step_fn, nsteps, niter)
     t0 = time.perf_counter()
-    run = jax.jit(rollout).lower(model, data).compile()
+    run = jax.jit(rollout_fn(step_fn, nsteps, niter)).lower(model, data).compile()
     lower_compile_s = time.perf_counter() - t0
     out, iters = run(model, data)
     jax.block_until_ready(out)
     compile_s = time.perf_counter() - t0
-    first_iters = float(iters)  # the first nsteps from the initial state, as MuJoCo's count below
+    first_iters = float(iters)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         out, iters = run(model, out)
         jax.block_until_ready(out)
         times.append(time.perf_counter() - t0)
+    return {
+        "lower_compile_s": lower_compile_s,
+        "compile_s": compile_s,
+        "times": times,
+        "data": out,
+        "first_iters": first_iters,
+        "last_iters": float(iters),
+    }
+
+
+def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> dict:
+    """Compile + first call seconds (`compile_s`; compile alone: `lower_compile_s`), steps per second
+    of nsteps batched steps in one lax.scan, and the mean solver iterations per step over the first
+    nsteps steps when `niter(data)` reads them."""
+    import jax
+
+    t = timed_rollout(step_fn, model, data, nsteps, repeats, niter)
     batch = jax.tree.leaves(data)[0].shape[0]
     res = {
-        "compile_s": compile_s,
-        "lower_compile_s": lower_compile_s,
-        "steps_per_s": batch * nsteps / statistics.median(times),
+        "compile_s": t["compile_s"],
+        "lower_compile_s": t["lower_compile_s"],
+        "steps_per_s": batch * nsteps / statistics.median(t["times"]),
     }
     if niter:
-        res["solver_iters"] = first_iters
+        res["solver_iters"] = t["first_iters"]  # the first nsteps from the initial state, as MuJoCo's count below
     return res
 
 

@@ -8,10 +8,11 @@ For each model it times growing prefixes of `hurtle.physics.step` (kinematics; +
 over --nsteps steps, the model shared. A stage's time is its prefix's time less the one before. A prefix
 that does not advance the state would be loop-invariant (XLA would hoist it out of the scan), so after
 each prefix every input of the step (qpos, qvel, act, ctrl, ...) is nudged by a number that depends on
-every field of `Data`; the first row, the
-nudge alone, is that overhead. The whole step runs first, --warmup steps, and every prefix is timed from
-the state it reached (the initial state has no typical contacts). Each prefix compiles separately: the
-compile seconds are reported too (the last row's: the whole step's).
+every field of `Data`; the first row, the nudge alone, is that overhead. The whole step runs first,
+--warmup steps, and every prefix is timed from the state it reached (the initial state has no typical
+contacts). Each prefix compiles separately: the compile seconds are reported too (the last row's: the
+whole step's). One run per prefix: on a host whose speed drifts, a stage's difference can come out
+negative; read it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -21,21 +22,18 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def stages():
-    """(name, fn(m, d) -> d) in the order `step` runs them; the last one is the integrator."""
+    """(name, fn(m, d) -> d) in the order `step` runs them; the last, the integrator, has no fn: its prefix
+    is `hp.step` itself."""
     import importlib
 
     import hurtle.physics as hp
 
     fw = importlib.import_module("hurtle.physics.forward")  # the module: the package exports a function so named
-
-    def integrate(m, d):
-        raise AssertionError("the last prefix is hp.step itself")
 
     return [
         ("kinematics, com, tendons", lambda m, d: hp.tendon(m, hp.com_pos(m, hp.kinematics(m, d)))),
@@ -45,7 +43,7 @@ def stages():
         ("velocity (rne, passive)", fw.fwd_velocity),
         ("actuation, qacc_smooth", lambda m, d: fw.fwd_acceleration(m, hp.actuation(m, d))),
         ("solver", fw.fwd_constraint),
-        ("integrator", integrate),
+        ("integrator", None),
     ]
 
 
@@ -78,24 +76,16 @@ def _timed(fn, model, data, nsteps: int, repeats: int):
     """(compile s, ms per batched step, final data, solver trips) of `nsteps` batched steps of fn from
     `data`; solver trips: the mean over the last call's steps of the batch's largest `solver_niter` (under
     vmap the solver's loop runs that many times for every world)."""
-    import jax
     import jax.numpy as jnp
-    from physics import rollout_fn
+    from physics import timed_rollout
 
-    t0 = time.perf_counter()
-    run = jax.jit(rollout_fn(fn, nsteps, lambda d: jnp.max(d.solver_niter))).lower(model, data).compile()
-    compile_s = time.perf_counter() - t0
-    out = jax.block_until_ready(run(model, data)[0])
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out, trips = jax.block_until_ready(run(model, out))
-        times.append(time.perf_counter() - t0)
-    return compile_s, 1e3 * statistics.median(times) / nsteps, out, float(trips)
+    t = timed_rollout(fn, model, data, nsteps, repeats, lambda d: jnp.max(d.solver_niter))
+    return t["lower_compile_s"], 1e3 * statistics.median(t["times"]) / nsteps, t["data"], t["last_iters"]
 
 
 def profile(spec: str, batch: int, nsteps: int, repeats: int, mode: str, warmup: int) -> list[dict]:
     import jax
+    import mujoco
     from physics import setup_hurtle
 
     _, model, data = setup_hurtle(spec, batch, mode)
@@ -110,7 +100,8 @@ def profile(spec: str, batch: int, nsteps: int, repeats: int, mode: str, warmup:
         prev = ms
         print(spec, json.dumps(rows[-1]), flush=True)
         jax.clear_caches()
-    last = st[-1][0] + (" (RK4: three more forward passes)" if int(model.opt.integrator) == 3 else "")
+    rk4 = int(model.opt.integrator) == mujoco.mjtIntegrator.mjINT_RK4
+    last = st[-1][0] + (" (RK4: three more forward passes)" if rk4 else "")
     rows.append({"stage": last, "prefix_ms": step_ms, "stage_ms": step_ms - prev, "compile_s": compile_s})
     rows[-1]["solver_trips"] = trips
     print(spec, json.dumps(rows[-1]), flush=True)

@@ -276,6 +276,17 @@ def _context(m: Model, d: Data) -> _Ctx:
     return _Ctx(d.qM, d.efc_J, d.efc_aref, d.qfrc_smooth, d.qacc_smooth, _rows(m, d))
 
 
+def hessian(ctx: _Ctx, hess) -> jax.Array:
+    """Newton's Hessian M + J' H_rows J, from `_eval`'s Hessian weights (diagonal, and elliptic cones'
+    blocks)."""
+    hw, blocks = hess
+    H = ctx.M + math.matmul(ctx.J.T * hw, ctx.J)
+    for idx, hb in blocks:
+        jc = ctx.J[idx]  # (k, dim, nv)
+        H = H + math.einsum("kiv,kij,kjw->vw", jc, hb, jc)
+    return H
+
+
 class _State(NamedTuple):
     qacc: jax.Array
     Ma: jax.Array  # M qacc
@@ -317,12 +328,7 @@ def solve(m: Model, d: Data) -> Data:
 
         def precondition(grad, hess):
             if newton:
-                hw, blocks = hess
-                H = ctx.M + math.matmul(ctx.J.T * hw, ctx.J)
-                for idx, hb in blocks:
-                    jc = ctx.J[idx]  # (k, dim, nv)
-                    H = H + math.einsum("kiv,kij,kjw->vw", jc, hb, jc)
-                cho = jax.scipy.linalg.cho_factor(H, lower=True)
+                cho = jax.scipy.linalg.cho_factor(hessian(ctx, hess), lower=True)
                 return jax.scipy.linalg.cho_solve(cho, grad)
             return inertia.solve_m(m, d, grad)
 

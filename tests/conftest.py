@@ -1,12 +1,30 @@
-"""Test configuration: float64 for parity, strict dtype promotion, two fake CPU devices, LLVM's expensive passes off."""
+"""Test configuration: float64 for parity, strict dtype promotion, two fake CPU devices, XLA CPU's faster-compiling
+code generation."""
 
 import os
+import subprocess
+import sys
 
-# Two fake CPU devices; and LLVM's expensive passes off: the suite is compile-bound (benchmarks/NOTES.md §20, §22).
-# Code generation only: the whole suite passes with it, the rounding-sensitive multiccd test included. XLA's
-# backend optimisation level 0 would cut more but changes the generated code's rounding (that test's polygon
-# choice moved), so it is not used.
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2 --xla_llvm_disable_expensive_passes=true")
+# Two fake CPU devices; and code generation that compiles faster, since the suite is compile-bound (benchmarks/NOTES.md
+# §20, §22, §24): LLVM's expensive passes off, and XLA CPU's elemental IR emitters instead of its MLIR fusion
+# emitters (a test file's time 0.6x). Code generation only: the whole suite passes with them, the rounding-sensitive
+# multiccd test included. XLA's backend optimisation level 0 would cut more but changes the generated code's
+# rounding (that test's polygon choice moved), so it is not used.
+DEVICES = "--xla_force_host_platform_device_count=2"
+FAST_COMPILE = "--xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false"
+
+
+def _xla_takes(flags: str) -> bool:
+    """XLA aborts the process on a flag it does not know (a jaxlib that dropped one): try them in a child first."""
+    probe = "import jax.numpy as jnp; jnp.zeros(1).block_until_ready()"
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=300).returncode == 0
+
+
+# set once, by pytest's main process (xdist's workers inherit it)
+if "XLA_FLAGS" not in os.environ:
+    fast = f"{DEVICES} {FAST_COMPILE}"
+    os.environ["XLA_FLAGS"] = fast if _xla_takes(fast) else DEVICES
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("HURTLE_COMPILE_CACHE", "off")  # the CLI's compile cache stays out of the user's home
 

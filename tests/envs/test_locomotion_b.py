@@ -4,7 +4,7 @@ Gymnasium's model file the task reproduces Gymnasium's observations, rewards (te
 terminations step by step.
 
 Each task's step is compiled once, as `jit(vmap(step))` on a batch of `BATCH`, and shared by the parity
-and the long random-rollout tests.
+and the random-rollout tests (one episode each).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ BATCH = 2  # small: the 1,000-step rollouts' time grows with it on CPU
 # observations, rewards and reward terms against Gymnasium over PARITY_STEPS steps, in float64
 PARITY_TOL = 1e-5
 PARITY_STEPS = 5
-ROLLOUT_STEPS = 1000
 # compiled MjModel fields of hurtle's model file against Gymnasium's (both compiled by MuJoCo)
 MODEL_TOL = 1e-12
 
@@ -175,15 +174,16 @@ def test_steps_match_gymnasium(name):
 @pytest.mark.parametrize("name", HURTLE_TASKS)
 def test_random_rollout_stays_finite(name):
     env, step = task(name), batch_step(name)
+    steps = TASKS[name][3]  # one episode: Gymnasium's time limit (1,000 steps; pusher 100, reacher 50)
     rng = np.random.default_rng(1)
     qpos, qvel = reset_states(name)
     state = batch_reset_to(name)(qpos[:BATCH], qvel[:BATCH])
     space = env.action_space
-    for _ in range(ROLLOUT_STEPS):
+    for _ in range(steps):
         state = step(state, rng.uniform(space.low, space.high, (BATCH,) + space.shape))
     finite = [np.all(np.isfinite(x)) for x in jax.tree.leaves((state.obs, state.reward, state.physics.qpos))]
     assert all(finite), "NaN or inf after the rollout"
-    assert float(state.physics.time[0]) == pytest.approx(ROLLOUT_STEPS * env.dt)
+    assert float(state.physics.time[0]) == pytest.approx(steps * env.dt)
 
 
 def check_reacher_reset(qpos, qvel, qpos0):

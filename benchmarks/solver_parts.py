@@ -7,7 +7,8 @@
 the batch's largest `solver_niter`). This splits one trip of that loop: the Newton Hessian M + J'DJ, its
 Cholesky factorisation and solve, one evaluation of the cost (row forces, gradient), one step of the line
 search (row states and the cost's derivatives along the direction), and the bare cost of a `while_loop`
-trip on the batch. Each part is `jit(vmap(part))` on the solver's real inputs (the `Data` after --warmup
+trip on the batch; and one candidate not in the solver: the Cholesky factorisation and solve written as
+elementwise operations (`cholesky_solve_ops`), against the library's batched factorisation. Each part is `jit(vmap(part))` on the solver's real inputs (the `Data` after --warmup
 batched steps), timed as the median of --repeats calls. The whole solve is timed the same way, with the
 batch's largest `solver_niter` and the line search's trips from the warm start (the first iteration's
 search, the batch's largest).
@@ -36,6 +37,32 @@ def _time(fn, *args, repeats: int) -> float:
         jax.block_until_ready(fn(*args))
         ts.append(time.perf_counter() - t0)
     return 1e3 * statistics.median(ts)
+
+
+def cholesky_solve_ops(H, g):
+    """H^-1 g by a Cholesky factorisation written as n rank-1 updates and two substitutions, every step an
+    elementwise operation on whole arrays with masks (a candidate for GPUs, where a batch of small matrices
+    through the library's batched factorisation may be latency-bound; measured against it above)."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    n = H.shape[-1]
+    idx = np.arange(n)
+    A, cols = H, []
+    for k in range(n):
+        col = jnp.where(idx >= k, A[:, k], 0.0) / jnp.sqrt(A[k, k])
+        cols.append(col)
+        A = A - col[:, None] * col[None, :]
+    L = jnp.stack(cols, -1)  # lower triangular
+    y = g
+    for k in range(n):  # L y = g
+        yk = y[k] / L[k, k]
+        y = jnp.where(idx == k, yk, jnp.where(idx > k, y - L[:, k] * yk, y))
+    x = y
+    for k in reversed(range(n)):  # L' x = y
+        xk = x[k] / L[k, k]
+        x = jnp.where(idx == k, xk, jnp.where(idx < k, x - L[k, :] * xk, x))
+    return x
 
 
 def parts(spec: str, batch: int, warmup: int, repeats: int) -> dict:
@@ -72,6 +99,10 @@ def parts(spec: str, batch: int, warmup: int, repeats: int) -> dict:
         ctx, grad, hess = prep(m, d)
         return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(sv.hessian(ctx, hess), lower=True), grad)
 
+    def hess_chol_ops(m, d):
+        ctx, grad, hess = prep(m, d)
+        return cholesky_solve_ops(sv.hessian(ctx, hess), grad)
+
     def eval_only(m, d):
         return sv._eval(sv._context(m, d), d.qacc)[1]
 
@@ -100,6 +131,7 @@ def parts(spec: str, batch: int, warmup: int, repeats: int) -> dict:
     for name, f in [
         ("hessian M + J'DJ", hess_only),
         ("hessian + cholesky factor and solve", hess_chol),
+        ("hessian + cholesky in elementwise ops (a candidate)", hess_chol_ops),
         ("cost, gradient (one evaluation)", eval_only),
         ("one line-search step (row states, derivatives)", line_step),
         ("while loop: one trip of a trivial body", loop10),

@@ -134,6 +134,23 @@ def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
     return int(max(m.geom_condim[g1], m.geom_condim[g2]))
 
 
+# Pairs collided by another type pair's traced function, with the same result: a sphere is a capsule of zero
+# half-length (MuJoCo sets a sphere's unused sizes to zero) in its support and in its core (a point is a segment
+# of length zero), and against an ellipsoid both take the convex collider's same path (no features, so no
+# multi-contact search). One traced copy of the collider fewer where a model has both (benchmarks/NOTES.md §25).
+SHARED = {(SPHERE, ELLIPSOID): (CAPSULE, ELLIPSOID)}
+
+
+def _shared_sizes(m: Model, geoms: np.ndarray):
+    """The sizes of geoms 1 of the pairs: a sphere's unused sizes read as zero where it is collided as a
+    capsule (SHARED; MuJoCo keeps whatever sizes the file gave a sphere beyond its radius)."""
+    size = m.geom_size[geoms]
+    if not any(g.types in SHARED.values() for g in m.collision):
+        return size
+    sphere = np.asarray(m.geom_type)[geoms] == SPHERE
+    return size * np.where(sphere[:, None], np.array([1.0, 0.0, 0.0]), 1.0).astype(size.dtype)
+
+
 def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np.ndarray]:
     """Pair groups and the condim of every contact slot; refuses unsupported pairs by name."""
     groups = {}
@@ -156,7 +173,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
             raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle yet")
         if t[0] == HFIELD:
             hfield.check(m, g1, source, label(g1))
-        groups.setdefault(t, []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
+        groups.setdefault(SHARED.get(t, t), []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
     out, dims, nslot = [], [], 0
     for t in sorted(groups):
         rows = groups[t]
@@ -504,7 +521,7 @@ def collision(m: Model, d: Data) -> Data:
         g2 = np.concatenate([g.geom2 for g in groups])
         ipair = np.concatenate([g.ipair for g in groups])
         solref, srf, solimp, friction, margin, gap = _params(m, g1, g2, ipair)
-        pos1, mat1, size1 = d.geom_xpos[g1], d.geom_xmat[g1], m.geom_size[g1]
+        pos1, mat1, size1 = d.geom_xpos[g1], d.geom_xmat[g1], _shared_sizes(m, g1)
         pos2, mat2, size2 = d.geom_xpos[g2], d.geom_xmat[g2], m.geom_size[g2]
         outs, start, pair_of_slot = [], 0, []
         multiccd = not m.disabled(_DSBL.mjDSBL_MULTICCD)

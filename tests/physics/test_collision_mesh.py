@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hurtle.physics import collision_convex as C
 from tests.physics.test_collision import CONVEX_TOL, _compare, _matched, _quat, _random_pose, _scene
 
 # an irregular convex blob (30 points: MuJoCo walks its hull graph) and a box as a mesh (8 vertices:
@@ -85,9 +86,10 @@ def test_mesh_pairs_match_mujoco():
 def test_ellipsoid_pairs_match_mujoco():
     """An ellipsoid against every primitive MuJoCo collides it with by its convex collider, with a
     margin (sphere, ellipsoid, box: MuJoCo 4 collides them bare first, adding the margin after) and
-    without (capsule, cylinder)."""
+    without (capsule, cylinder). The sphere is given sizes past its radius, which MuJoCo ignores: hurtle
+    collides it with the capsule's traced function, as a capsule of half-length zero."""
     others = [
-        'type="sphere" size=".03" margin=".005"',
+        'type="sphere" size=".03 .02 .01" margin=".005"',
         'type="capsule" size=".02 .04"',
         'type="ellipsoid" size=".03 .02 .04" margin=".005"',
         'type="cylinder" size=".03 .03"',
@@ -97,6 +99,9 @@ def test_ellipsoid_pairs_match_mujoco():
     xml = f"""<mujoco><option gravity="0 0 0"/><worldbody>
       <body><freejoint/><geom name="egg" type="ellipsoid" size=".05 .03 .04"/></body>{bodies}</worldbody></mujoco>"""
     mm, model, md = _scene(xml)
+    sphere, capsule, ellipsoid = C.SPHERE, C.CAPSULE, C.ELLIPSOID
+    groups = {g.types: len(g.geom1) for g in model.collision}
+    assert (sphere, ellipsoid) not in groups and groups[(capsule, ellipsoid)] == 2, groups
     rng = np.random.default_rng(4)
     errs, touched = [], set()
     for trial in range(30):

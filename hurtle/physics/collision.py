@@ -135,9 +135,10 @@ def _condim(m: mujoco.MjModel, g1: int, g2: int, ipair: int) -> int:
 
 
 # Pairs collided by another type pair's traced function, with the same result: a sphere is a capsule of zero
-# half-length (MuJoCo sets a sphere's unused sizes to zero) in its support and in its core (a point is a segment
-# of length zero), and against an ellipsoid both take the convex collider's same path (no features, so no
-# multi-contact search). One traced copy of the collider fewer where a model has both (benchmarks/NOTES.md §25).
+# half-length (`_shared_sizes` zeroes the sizes past its radius, which MuJoCo keeps as the file gave them) in its
+# support and in its core (a point is a segment of length zero), and against an ellipsoid both take the convex
+# collider's same path (no features, so no multi-contact search). One traced copy of the collider fewer where a
+# model has both (benchmarks/NOTES.md §25).
 SHARED = {(SPHERE, ELLIPSOID): (CAPSULE, ELLIPSOID)}
 
 

@@ -51,6 +51,53 @@ class PairGroup:
     margin: bool = static_field(default=False)
 
 
+@pytree_dataclass
+class Compaction:
+    """A contact capacity below the candidate slots (MJCF `<size nconmax>`, as MuJoCo Warp's): collision
+    fills every candidate slot, then the contact arrays keep, for each condim, the first `cap` active
+    candidates of that condim in slot order. Constraint rows exist for the kept slots only, so the
+    solver's work follows the contacts that can touch at once instead of every pair that ever could."""
+
+    ncand: int = static_field()  # candidate slots (collision's output)
+    dim: tuple = static_field()  # condim of each class
+    cand: tuple = static_field()  # candidate slots of each class (np arrays, increasing)
+    cap: tuple = static_field()  # kept slots of each class
+
+
+def build_compaction(dims: np.ndarray, nconmax: int) -> tuple[Compaction | None, np.ndarray]:
+    """The compaction of candidate slots of condims `dims` to at most `nconmax` per condim, and the
+    condims of the kept slots (classes in condim order); None (and `dims`) when every class fits."""
+    dims = np.asarray(dims, np.int32)
+    classes = [(k, np.nonzero(dims == k)[0]) for k in (1, 3, 4, 6)]
+    classes = [(k, c, min(nconmax, c.size)) for k, c in classes if c.size]
+    if all(cap == c.size for _, c, cap in classes):
+        return None, dims
+    kept = np.concatenate([np.full(cap, k, np.int32) for k, _, cap in classes])
+    comp = Compaction(
+        ncand=dims.size,
+        dim=tuple(k for k, _, _ in classes),
+        cand=tuple(c.astype(np.int32) for _, c, _ in classes),
+        cap=tuple(cap for *_, cap in classes),
+    )
+    return comp, kept
+
+
+def compact(c: Compaction, active: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(source candidate slot of every kept slot, whether it holds a contact, active candidates dropped).
+
+    Branch-free: a candidate's rank among its class's active ones is a cumulative sum, and kept slot p
+    takes the candidate of rank p (a (cap, candidates) comparison per class, no sort and no scatter)."""
+    srcs, kept, dropped = [], [], jnp.zeros((), jnp.int32)
+    for cand, cap in zip(c.cand, c.cap):
+        a = math.take(active, cand)
+        rank = jnp.cumsum(a.astype(jnp.int32)) - 1
+        sel = a & (rank == np.arange(cap, dtype=np.int32)[:, None])  # (cap, candidates)
+        srcs.append(jnp.sum(jnp.where(sel, cand, 0), axis=1))
+        kept.append(jnp.any(sel, axis=1))
+        dropped = dropped + jnp.maximum(rank[-1] + 1 - cap, 0)
+    return jnp.concatenate(srcs), jnp.concatenate(kept), dropped
+
+
 def _weld_parent(m: mujoco.MjModel, w: int) -> int:
     return int(m.body_weldid[m.body_parentid[w]])
 
@@ -498,8 +545,9 @@ def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray):
 
 def slot_geoms(m: Model) -> tuple[np.ndarray, np.ndarray] | None:
     """(geom1, geom2) of every contact slot, fixed when the model is built: collision fills slot
-    `g.slot[i, j]` from pair i of group g. None when the caller fills the slots (`contact_dims`)."""
-    if not m.collision:
+    `g.slot[i, j]` from pair i of group g. None when the caller fills the slots (`contact_dims`) or
+    when the contacts are compacted (`nconmax`): the slots' geoms are then data."""
+    if not m.collision or m.contact_compaction is not None:
         return None
     g1, g2 = np.full(m.ncon_max, -1), np.full(m.ncon_max, -1)
     for g in m.collision:
@@ -539,7 +587,7 @@ def collision(m: Model, d: Data) -> Data:
         ps = np.concatenate(pair_of_slot)
         # a contact inside the gap but outside the margin is excluded, as in MuJoCo
         active = ok & (dist < margin[ps])
-        con = d.contact.replace(
+        fields = dict(
             dist=dist,
             pos=pos,
             frame=make_frame(normal, tangent),
@@ -552,7 +600,12 @@ def collision(m: Model, d: Data) -> Data:
             geom2=jnp.asarray(g2[ps], jnp.int32),
             active=active,
         )
-        return d.replace(contact=con)
+        if m.contact_compaction is None:
+            return d.replace(contact=d.contact.replace(**fields))
+        src, kept, dropped = compact(m.contact_compaction, active)
+        fields = {k: v[src] for k, v in fields.items()}
+        fields["active"] = fields["active"] & kept
+        return d.replace(contact=d.contact.replace(**fields), ncon_dropped=dropped)
 
 
 def _register() -> None:

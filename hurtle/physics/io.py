@@ -88,6 +88,7 @@ def _shapes(m: Model) -> dict[str, tuple[int, ...]]:
         efc_state=(m.efc.nefc,),
         efc_active=(m.efc.nefc,),
         solver_niter=(),
+        ncon_dropped=(),
         efc_J=(m.efc.nefc, nv),
         efc_KBIP=(m.efc.nefc, 4),
         **{f: (m.efc.nefc,) for f in _EFC_VEC},
@@ -117,6 +118,7 @@ _NOT_COPIED = set(_EFC_VEC) | {
     "efc_state",
     "efc_active",
     "solver_niter",
+    "ncon_dropped",
 }
 
 
@@ -133,6 +135,7 @@ def make_data(m: Model) -> Data:
     fields["efc_state"] = jnp.zeros(m.efc.nefc, jnp.int32)
     fields["efc_active"] = jnp.zeros(m.efc.nefc, bool)
     fields["solver_niter"] = jnp.zeros((), jnp.int32)
+    fields["ncon_dropped"] = jnp.zeros((), jnp.int32)
     n = m.ncon_max
     contact = Contact(
         dist=jnp.zeros(n, dt),

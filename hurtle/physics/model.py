@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 
 from hurtle.physics import types
-from hurtle.physics.collision import build_groups
+from hurtle.physics.collision import build_compaction, build_groups
 from hurtle.physics.constraint import build_layout
 from hurtle.physics.types import Model, Option, Tree
 
@@ -47,8 +47,9 @@ def float_dtype() -> np.dtype:
     return jnp.zeros(()).dtype
 
 
-def load(path_or_xml: str | os.PathLike) -> Model:
-    """Compile an MJCF or URDF file (or an MJCF string) with MuJoCo and convert it."""
+def load(path_or_xml: str | os.PathLike, nconmax: int | None = None) -> Model:
+    """Compile an MJCF or URDF file (or an MJCF string) with MuJoCo and convert it (`nconmax`: as
+    `from_mujoco`'s, overriding the file's `<size nconmax>`)."""
     text = str(path_or_xml)
     if text.lstrip().startswith("<"):
         source = "<xml string>"
@@ -64,7 +65,7 @@ def load(path_or_xml: str | os.PathLike) -> Model:
             mj_model = mujoco.MjModel.from_xml_path(source)
         except ValueError as e:
             raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
-    return from_mujoco(mj_model, source=source)
+    return from_mujoco(mj_model, source=source, nconmax=nconmax)
 
 
 def _names(m: mujoco.MjModel) -> dict[str, tuple[str, ...]]:
@@ -270,21 +271,38 @@ def _tree(m: mujoco.MjModel) -> Tree:
     )
 
 
-def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dims=None) -> Model:
+def from_mujoco(
+    mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dims=None, nconmax: int | None = None
+) -> Model:
     """Convert a compiled `mujoco.MjModel` into a hurtle `Model`.
 
     Contacts come from hurtle's collision detection, with a fixed number of slots per candidate geom
-    pair. `contact_dims` instead declares caller-filled slots (one per entry, with that condim) and
+    pair. `nconmax` (default: the file's `<size nconmax>`, as MuJoCo Warp reads it) caps the contacts
+    kept per condim: collision still tests every candidate, and the contact arrays and constraint rows
+    then hold the first `nconmax` active ones, so the solver works on the contacts that can touch at
+    once rather than on every pair that ever could. Contacts beyond the cap are dropped and counted in
+    `Data.ncon_dropped`: size the cap from a rollout's largest `ncon`.
+    `contact_dims` instead declares caller-filled slots (one per entry, with that condim) and
     turns collision detection off: for contacts computed elsewhere, such as MuJoCo's.
     Raises NotImplementedError, naming the element, for a feature the engine does not support yet.
     """
     m = mj_model
     names = _names(m)
     _check_supported(m, names, source)
+    if nconmax is not None and (isinstance(nconmax, bool) or not isinstance(nconmax, (int, np.integer)) or nconmax < 1):
+        raise ValueError(f"{source}: nconmax must be a positive number of contacts, got {nconmax!r}")
+    compaction = None
     if contact_dims is None:
         groups, contact_dims = build_groups(m, names, source)
+        cap = int(m.nconmax) if nconmax is None else int(nconmax)
+        if cap > 0:
+            compaction, contact_dims = build_compaction(contact_dims, cap)
     else:
-        groups = ()
+        if nconmax is not None:
+            raise ValueError(
+                f"{source}: nconmax caps hurtle's own collision; with contact_dims the caller sets the slots"
+            )
+        groups, cap = (), -1
     _check_contact_dims(m, contact_dims, source)
     fdt = float_dtype()
 
@@ -466,6 +484,8 @@ def from_mujoco(mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dim
         eq_active0=b(m.eq_active0),
         ncon_max=len(contact_dims),
         contact_dim=np.array(contact_dims, dtype=np.int32).reshape(-1),
+        nconmax=cap if cap > 0 else -1,
+        contact_compaction=compaction,
         has_gravcomp=bool(np.any(m.body_gravcomp)),
         has_dof_damping=bool(np.any(m.dof_damping > 0)),
         has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),

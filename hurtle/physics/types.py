@@ -234,6 +234,9 @@ class Model:
     eq_active0: np.ndarray = static_field()
     ncon_max: int = static_field()  # static capacity of Data.contact
     contact_dim: np.ndarray = static_field()  # (ncon_max,) condim of each contact slot
+    # MJCF <size nconmax>: contacts kept per condim when fewer than the candidate slots, -1 for all
+    nconmax: int = static_field()
+    contact_compaction: Any = static_field()  # hurtle.physics.collision.Compaction, or None
     # decisions taken from parameter values when the model was built (randomising a parameter away
     # from zero does not switch the feature on)
     has_gravcomp: bool = static_field()
@@ -329,6 +332,8 @@ class Data:
     qH: jax.Array
     qHDiagInv: jax.Array
     contact: Contact
+    # active contacts that collision found beyond Model.nconmax and dropped (0 without a cap)
+    ncon_dropped: jax.Array
     # velocity dependent
     cvel: jax.Array
     cdof_dot: jax.Array

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import os
 
 import jax
@@ -143,6 +144,67 @@ def test_contact_trajectory_matches_mujoco():
         ncon += md.ncon
     assert ncon > 100
     assert P.rel_error(qpos, np.array(ref)) <= TOL
+
+
+def _cap_rollout(model, d, steps: int):
+    """(qpos, ncon, ncon_dropped) after each of `steps` hurtle steps, compiled as one scan."""
+
+    def body(d, _):
+        d = hp.step(model, d)
+        return d, (d.qpos, d.ncon, d.ncon_dropped)
+
+    return jax.jit(lambda d: jax.lax.scan(body, d, None, length=steps)[1])(d)
+
+
+def test_contact_cap_trajectory_matches_mujoco():
+    """With `nconmax` above the contacts that touch at once, the compacted contacts and rows give
+    MuJoCo's trajectory (collide.xml: 28 condim-3 candidate slots, at most 14 touching)."""
+    mm = _tight(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "collide.xml")))
+    full, model = hp.from_mujoco(mm), hp.from_mujoco(mm, nconmax=16)
+    assert model.nconmax == 16 and model.ncon_max < full.ncon_max and model.efc.nefc < full.efc.nefc
+    assert sorted(collections.Counter(model.contact_dim.tolist()).items()) == [(3, 16), (4, 5), (6, 9)]
+    md = mujoco.MjData(mm)
+    qpos, ncon, dropped = _cap_rollout(model, hp.from_mjdata(model, md, mm), 300)
+    ref, most = [], 0
+    for _ in range(300):
+        mujoco.mj_step(mm, md)
+        ref.append(md.qpos.copy())
+        most = max(most, md.ncon)
+    assert int(np.max(dropped)) == 0 and int(np.max(ncon)) == most > 14
+    assert P.rel_error(qpos, np.array(ref)) <= TOL
+
+
+def test_contact_cap_keeps_the_first_touching_contacts_and_counts_the_rest():
+    """Over the cap, each condim keeps its first active candidates in slot order and counts the others."""
+    mm = mujoco.MjModel.from_xml_path(os.path.join(MODELS, "collide.xml"))
+    full, model = hp.from_mujoco(mm), hp.from_mujoco(mm, nconmax=3)
+    md = mujoco.MjData(mm)
+    for _ in range(300):
+        mujoco.mj_step(mm, md)
+    a, b = (_collide(m, hp.from_mjdata(m, md, mm)) for m in (full, model))
+    dropped = 0
+    for dim in (3, 4, 6):
+        cand = np.asarray(a.contact.active) & (full.contact_dim == dim)
+        want = np.stack([np.asarray(a.contact.geom1)[cand], np.asarray(a.contact.geom2)[cand]], 1)
+        kept = np.asarray(b.contact.active) & (model.contact_dim == dim)
+        got = np.stack([np.asarray(b.contact.geom1)[kept], np.asarray(b.contact.geom2)[kept]], 1)
+        np.testing.assert_array_equal(got, want[:3])
+        np.testing.assert_array_equal(np.asarray(b.contact.dist)[kept], np.asarray(a.contact.dist)[cand][:3])
+        dropped += max(0, len(want) - 3)
+    assert dropped > 0 and int(b.ncon_dropped) == dropped and int(b.ncon) == int(a.ncon) - dropped
+
+
+def test_contact_cap_from_the_file_and_bad_values():
+    xml = open(os.path.join(MODELS, "collide.xml")).read().replace("<option", '<size nconmax="4"/><option', 1)
+    assert hp.load(xml).nconmax == 4 and hp.load(xml).ncon_max == 4 + 4 + 4
+    assert hp.load(xml, nconmax=100).contact_compaction is None  # above every class: nothing to compact
+    assert hp.load(os.path.join(MODELS, "collide.xml")).nconmax == -1
+    for bad in (0, -2, 2.5, True):
+        with pytest.raises(ValueError, match="collide.xml: nconmax must be a positive number"):
+            hp.load(os.path.join(MODELS, "collide.xml"), nconmax=bad)
+    mm = mujoco.MjModel.from_xml_string(xml)
+    with pytest.raises(ValueError, match="contact_dims"):
+        hp.from_mujoco(mm, contact_dims=[3], nconmax=2)
 
 
 def test_explicit_pairs_exclusions_and_filters():

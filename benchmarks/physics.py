@@ -142,15 +142,16 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> di
     return res
 
 
-def setup_hurtle(spec: str, batch: int, mode: str):
-    """hurtle's (step, model, batched data) for the model, with the benchmark's random controls."""
+def setup_hurtle(spec: str, batch: int, mode: str, nconmax: int | None = None):
+    """hurtle's (step, model, batched data) for the model, with the benchmark's random controls
+    (`nconmax`: hurtle's contact cap per condim, as MJCF's `<size nconmax>`; None keeps every slot)."""
     import jax
     import jax.numpy as jnp
 
     import hurtle.physics as hp
 
     mm = _mj_model(spec, mode)
-    model = hp.from_mujoco(mm, source=spec)
+    model = hp.from_mujoco(mm, source=spec, nconmax=nconmax)
     d = hp.make_data(model)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
     data = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d).replace(ctrl=ctrl)
@@ -171,9 +172,16 @@ def setup_mjx(spec: str, batch: int, mode: str):
     return mjx.step, mx, data
 
 
-def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
-    step, model, data = setup_hurtle(spec, batch, mode)
-    return _time_jax(step, model, data, nsteps, repeats, niter=lambda d: d.solver_niter)
+def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str, nconmax: int | None = None):
+    step, model, data = setup_hurtle(spec, batch, mode, nconmax)
+    res = _time_jax(step, model, data, nsteps, repeats, niter=lambda d: d.solver_niter)
+    if nconmax:
+        import jax
+
+        # contacts the cap dropped per world and step over nsteps from the start (0: it changed nothing)
+        roll = jax.jit(rollout_fn(step, nsteps, lambda d: d.ncon_dropped))
+        res["ncon_dropped"] = float(roll(model, data)[1])
+    return res
 
 
 def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
@@ -234,6 +242,8 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
         "--mode",
         args.mode,
     ]
+    if args.nconmax and engine == "hurtle":
+        cmd += ["--nconmax", str(args.nconmax)]
     return run_worker(cmd, args.timeout, x64=args.dtype == "float64")
 
 
@@ -310,12 +320,19 @@ def main(argv=None):
         default="full",
         help="full: everything on; nocontact: contacts off; smooth: the constraint flag disabled",
     )
+    p.add_argument(
+        "--nconmax",
+        type=int,
+        default=0,
+        help="hurtle only: keep this many contacts per condim (MJCF's <size nconmax>); MJX and MuJoCo keep all",
+    )
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.worker:
-        res = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats, args.mode)
+        extra = {"nconmax": args.nconmax} if args.nconmax else {}
+        res = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats, args.mode, **extra)
         print("RESULT " + json.dumps(res))
         return
 
@@ -333,6 +350,11 @@ def main(argv=None):
     def cell(r, key, fmt):
         return fmt.format(r[key]) if "error" not in r else "—"
 
+    cap = (
+        f" hurtle with `nconmax={args.nconmax}` (contacts kept per condim; MJX and MuJoCo C keep every contact)."
+        if args.nconmax
+        else ""
+    )
     rounds = (
         f" Medians of {args.rounds} rounds (the engines' workers alternating), ratios per round."
         if args.rounds > 1
@@ -340,7 +362,7 @@ def main(argv=None):
     )
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: batch {args.batch}, {args.nsteps} steps per call, {args.dtype}",
-        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}{rounds}\n",
+        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}{cap}{rounds}\n",
         "| model | "
         + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
         + " | hurtle/mjx speed | hurtle/mjx compile + first call | hurtle/mjx compile alone | hurtle/mujoco speed"
@@ -365,6 +387,11 @@ def main(argv=None):
         ]
         cells.append(" / ".join(its))
         lines.append(f"| {spec} | " + " | ".join(cells) + " |")
+        if args.nconmax and "ncon_dropped" in res.get("hurtle", {}):
+            notes.append(
+                f"- {spec} / hurtle: the cap dropped {res['hurtle']['ncon_dropped']:.4f} contacts per world and step "
+                f"over {args.nsteps} steps from the start (0: every touching contact kept)"
+            )
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)
     with open(args.out, "a") as f:

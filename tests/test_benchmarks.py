@@ -60,3 +60,19 @@ def test_rounds_report_medians_and_per_round_ratios():
     assert physics.combine_rounds(failed) == {"error": "timed out after 900 s"}
     assert physics.round_ratio(hurtle, failed, "compile_s") == "—"
     assert physics.round_ratio(hurtle, [{}] * 3, "compile_s") == "—"
+
+
+def test_hurtle_worker_with_a_contact_cap(tmp_path):
+    import physics
+
+    model = tmp_path / "balls.xml"
+    # three spheres resting on the plane: three candidate slots, all touching; a cap of two drops one
+    bodies = "".join(
+        f'<body pos="{x} 0 0.09"><joint type="slide" axis="0 0 1"/><geom type="sphere" size="0.1"/></body>'
+        for x in (-0.5, 0.0, 0.5)
+    )
+    model.write_text(
+        BALL.replace("<worldbody>", "<worldbody>" + bodies).replace('<body pos="0 0 0.2">', '<body pos="0 0 5">')
+    )
+    res = physics.bench_hurtle(str(model), 2, 3, 1, "full", nconmax=2)
+    assert res["steps_per_s"] > 0 and res["ncon_dropped"] == 1.0

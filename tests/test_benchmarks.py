@@ -66,7 +66,8 @@ def test_hurtle_worker_with_a_contact_cap(tmp_path):
     import physics
 
     model = tmp_path / "balls.xml"
-    # three spheres resting on the plane: three candidate slots, all touching; a cap of two drops one
+    # three spheres resting on the plane (BALL's own lifted clear): three touching condim-3 candidates, a cap of
+    # two drops one per step
     bodies = "".join(
         f'<body pos="{x} 0 0.09"><joint type="slide" axis="0 0 1"/><geom type="sphere" size="0.1"/></body>'
         for x in (-0.5, 0.0, 0.5)

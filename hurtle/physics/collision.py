@@ -58,9 +58,7 @@ class Compaction:
     candidates of that condim in slot order. Constraint rows exist for the kept slots only, so the
     solver's work follows the contacts that can touch at once instead of every pair that ever could."""
 
-    ncand: int = static_field()  # candidate slots (collision's output)
-    dim: tuple = static_field()  # condim of each class
-    cand: tuple = static_field()  # candidate slots of each class (np arrays, increasing)
+    cand: tuple = static_field()  # candidate slots of each condim class (np arrays, increasing)
     cap: tuple = static_field()  # kept slots of each class
 
 
@@ -74,8 +72,6 @@ def build_compaction(dims: np.ndarray, nconmax: int) -> tuple[Compaction | None,
         return None, dims
     kept = np.concatenate([np.full(cap, k, np.int32) for k, _, cap in classes])
     comp = Compaction(
-        ncand=dims.size,
-        dim=tuple(k for k, _, _ in classes),
         cand=tuple(c.astype(np.int32) for _, c, _ in classes),
         cap=tuple(cap for *_, cap in classes),
     )

@@ -195,7 +195,8 @@ def test_contact_cap_keeps_the_first_touching_contacts_and_counts_the_rest():
 
 
 def test_contact_cap_from_the_file_and_bad_values():
-    xml = open(os.path.join(MODELS, "collide.xml")).read().replace("<option", '<size nconmax="4"/><option', 1)
+    with open(os.path.join(MODELS, "collide.xml")) as f:
+        xml = f.read().replace("<option", '<size nconmax="4"/><option', 1)
     assert hp.load(xml).nconmax == 4 and hp.load(xml).ncon_max == 4 + 4 + 4
     assert hp.load(xml, nconmax=100).contact_compaction is None  # above every class: nothing to compact
     assert hp.load(os.path.join(MODELS, "collide.xml")).nconmax == -1

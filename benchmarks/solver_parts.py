@@ -71,6 +71,7 @@ def parts(spec: str, batch: int, warmup: int, repeats: int) -> dict:
     from physics import setup_hurtle, timed_rollout
     from stage_profile import stages
 
+    from hurtle.physics import linalg
     from hurtle.physics import solver as sv
 
     step, m, d = setup_hurtle(spec, batch, "full")
@@ -97,7 +98,7 @@ def parts(spec: str, batch: int, warmup: int, repeats: int) -> dict:
 
     def hess_chol(m, d):
         ctx, grad, hess = prep(m, d)
-        return jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(sv.hessian(ctx, hess), lower=True), grad)
+        return linalg.cho_solve(linalg.cholesky(sv.hessian(ctx, hess)), grad)
 
     def hess_chol_ops(m, d):
         ctx, grad, hess = prep(m, d)
@@ -115,7 +116,7 @@ def parts(spec: str, batch: int, warmup: int, repeats: int) -> dict:
         """The line search of the solve's first iteration (from qacc_warmstart), and its trips."""
         ctx = sv._context(m, d)
         _, grad, _, _, hess = sv._eval(ctx, d.qacc_warmstart)
-        p = -jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(sv.hessian(ctx, hess), lower=True), grad)
+        p = -linalg.cho_solve(linalg.cholesky(sv.hessian(ctx, hess)), grad)
         gtol = m.opt.tolerance * m.opt.ls_tolerance * m.stat_meaninertia * max(1, m.nv) * jnp.linalg.norm(p)
         return sv._line_search(ctx, d.qacc_warmstart, p, gtol, m.opt.ls_iterations, False)[1]
 

@@ -428,8 +428,10 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
     exact diagonal under the `diagexact` enable flag."""
     lay = m.efc
     if m.enabled(_ENBL.mjENBL_DIAGEXACT):
-        y = inertia.solve_m(m, d, J.T)  # (nv, nefc)
-        return jnp.sum(J * y.T, axis=1)
+        # M^-1 by its columns, then a product: solving for J' directly is nefc right-hand sides per world,
+        # which `linalg` must split into one LAPACK call per world (see its docstring) at large batches
+        minv = inertia.solve_m(m, d, jnp.eye(m.nv, dtype=J.dtype))
+        return jnp.sum(J * (J @ minv), axis=1)
     dt = d.qpos.dtype
     pieces = []  # (rows, values), assembled once: a scatter per kind made a kernel each
     typ, ids = lay.type, lay.id

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import dynamics, inertia, math, solver
+from hurtle.physics import dynamics, inertia, linalg, math, solver
 from hurtle.physics.actuation import actuation, actuator_velocity, next_activation, transmission
 from hurtle.physics.collision import collision
 from hurtle.physics.constraint import make_constraint, reference_constraint
@@ -336,7 +336,7 @@ def implicit(m: Model, d: Data) -> Data:
         qderiv = _actuator_damping_deriv(m, d) + _passive_damping_deriv(m, d)
         if m.opt.integrator == INT_IMPLICIT:
             dbias = _bias_deriv(m, d, jnp.eye(m.nv, dtype=d.qpos.dtype)).T
-            qacc = jnp.linalg.solve(d.qM - h * (qderiv - dbias), qfrc)
+            qacc = linalg.solve(d.qM - h * (qderiv - dbias), qfrc)
             return _advance(m, d, d.act_dot, qacc)
         # implicitfast: the lower triangle of qDeriv within M's sparsity, used symmetrically
         t = m.tree
@@ -370,7 +370,7 @@ def _free_body_solve(m: Model, d: Data, qderiv, qfrc, qacc, free) -> jax.Array:
     dbias = jnp.zeros((len(free), 6, 6), d.qpos.dtype)
     dbias = dbias.at[:, :, 3:].set(jnp.transpose(cols[:, idx], (1, 2, 0)))
     a = d.qM[idx[:, :, None], idx[:, None, :]] - h * qderiv[idx[:, :, None], idx[:, None, :]] + h * dbias
-    x = jnp.linalg.solve(a, qfrc[idx][..., None])[..., 0]
+    x = linalg.solve(a, qfrc[idx][..., None])[..., 0]
     return qacc.at[idx].set(x)
 
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import linalg, math
 from hurtle.physics.types import INT_EULER, Data, Model
 
 
@@ -78,7 +78,7 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
     they are masked with the tree's ancestry all the same.
     """
     n = mat.shape[-1]
-    u = jax.lax.linalg.cholesky(mat[::-1, ::-1], symmetrize_input=False)[::-1, ::-1]
+    u = linalg.cholesky(mat[::-1, ::-1])[::-1, ::-1]
     du = math.diagonal(u)
     lower = (u / du[None, :]).T  # L[i, j] = U[j, i] / U[i, i]
     anc = m.tree.dof_anc & ~np.eye(n, dtype=bool)  # strict ancestors
@@ -91,7 +91,7 @@ def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     vec = b.ndim == 1
     x = b[:, None] if vec else b
     # unit lower-triangular solves read only LD's strict lower triangle, L (D on the diagonal is not read)
-    tri = jax.lax.linalg.triangular_solve
+    tri = linalg.triangular_solve
     x = tri(ld, x, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)  # L' y = b
     x = tri(ld, x * dinv[:, None], left_side=True, lower=True, unit_diagonal=True)  # L x = y / D
     return x[:, 0] if vec else x

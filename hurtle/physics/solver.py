@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import inertia, math
+from hurtle.physics import inertia, linalg, math
 from hurtle.physics.constraint import (
     CONE,
     CONTACT_ELLIPTIC,
@@ -328,8 +328,7 @@ def solve(m: Model, d: Data) -> Data:
 
         def precondition(grad, hess):
             if newton:
-                cho = jax.scipy.linalg.cho_factor(hessian(ctx, hess), lower=True)
-                return jax.scipy.linalg.cho_solve(cho, grad)
+                return linalg.cho_solve(linalg.cholesky(hessian(ctx, hess)), grad)
             return inertia.solve_m(m, d, grad)
 
         # The loop's first pass (it = -1) evaluates the starting point: its line search is skipped

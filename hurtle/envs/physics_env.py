@@ -41,6 +41,7 @@ class PhysicsEnv(Env):
             if self.xml_path is None:
                 raise ValueError(f"{type(self).__name__}: no model file: set the class's xml_path or pass xml=")
             xml = os.path.join(os.path.dirname(inspect.getfile(type(self))), self.xml_path)
+        self.xml = xml
         self.model = hp.load(xml)
         if n_frames is not None:
             self.n_frames = int(n_frames)
@@ -103,6 +104,8 @@ class PhysicsEnv(Env):
         # the terms' names and dtypes, evaluated on a zero action; the values are discarded
         terms = self.reward_terms(data, data, jnp.zeros(self.action_space.shape, self.dtype))
         metrics = {f"reward/{k}": jnp.zeros_like(v) for k, v in terms.items()}
+        if self.contact_capped:
+            metrics["ncon_dropped"] = jnp.zeros((), data.ncon_dropped.dtype)
         return State.first(self.observation(data), self.dtype, metrics=metrics, physics=data)
 
     def step(self, state: State, action: jax.Array) -> State:
@@ -117,15 +120,42 @@ class PhysicsEnv(Env):
             reward=reward,
             done=jnp.asarray(self.terminated(after), bool),
             truncation=jnp.zeros((), bool),
-            metrics={**state.metrics, **{f"reward/{k}": v for k, v in terms.items()}},
+            metrics={
+                **state.metrics,
+                **{f"reward/{k}": v for k, v in terms.items()},
+                **({"ncon_dropped": after.ncon_dropped} if self.contact_capped else {}),
+            },
         )
 
     def pipeline_step(self, data: hp.Data, ctrl: jax.Array) -> hp.Data:
-        """`n_frames` physics steps with `ctrl` held."""
+        """`n_frames` physics steps with `ctrl` held. Under a contact cap the result's `ncon_dropped` counts
+        the contacts dropped over all of them."""
         data = data.replace(ctrl=ctrl)
         if self.n_frames == 1:
             return hp.step(self.model, data)
-        return lax.fori_loop(0, self.n_frames, lambda _, d: hp.step(self.model, d), data)
+        if not self.contact_capped:
+            return lax.fori_loop(0, self.n_frames, lambda _, d: hp.step(self.model, d), data)
+
+        def frame(_, carry):
+            d, dropped = carry
+            d = hp.step(self.model, d)
+            return d, dropped + d.ncon_dropped
+
+        data, dropped = lax.fori_loop(0, self.n_frames, frame, (data, jnp.zeros_like(data.ncon_dropped)))
+        return data.replace(ncon_dropped=dropped)
+
+    @property
+    def contact_capped(self) -> bool:
+        """Whether the model caps its contacts (`nconmax`): then the step's `metrics["ncon_dropped"]`
+        counts the touching contacts past the cap that were dropped."""
+        return self.model.nconmax > 0
+
+    def with_contact_cap(self, nconmax: int) -> PhysicsEnv:
+        """This task on its model file rebuilt with hurtle's contact cap (`hurtle.physics.load(...,
+        nconmax=)`): the first `nconmax` touching contacts per contact dimension are kept and the rest dropped,
+        counted in `metrics["ncon_dropped"]`. Faster where the model has many more contact candidates than
+        contacts (the humanoids: 2-2.5x physics steps/s with 16, benchmarks/NOTES.md §26)."""
+        return self.with_model(hp.load(self.xml, nconmax=nconmax))
 
     def with_model(self, model: hp.Model) -> PhysicsEnv:
         self.observation_space  # noqa: B018 (derive it from the concrete model before `model` may be traced)

@@ -59,12 +59,20 @@ def _entry(name: str) -> _Entry:
         raise ValueError(f"unknown environment {name!r}; known: {', '.join(names())}") from None
 
 
-def make(name: str, episode_length: int | None = None, action_repeat: int = 1, **kwargs) -> Env:
+def make(
+    name: str, episode_length: int | None = None, action_repeat: int = 1, nconmax: int | None = None, **kwargs
+) -> Env:
     """The task `name` built with `kwargs`, inside an `EpisodeWrapper` with its default time limit (or
-    `episode_length` task steps) and `action_repeat`. `make(name).unwrapped` is the bare task."""
+    `episode_length` task steps) and `action_repeat`. `make(name).unwrapped` is the bare task. `nconmax`
+    caps a physics task's contacts per contact dimension (`PhysicsEnv.with_contact_cap`)."""
     entry = _entry(name)
     limit = entry.episode_length if episode_length is None else episode_length
-    return EpisodeWrapper(entry.build(**kwargs), episode_length=limit, action_repeat=action_repeat)
+    task = entry.build(**kwargs)
+    if nconmax is not None:
+        if not hasattr(task, "with_contact_cap"):
+            raise ValueError(f"{name}: nconmax applies to physics tasks; {type(task).__name__} has no contacts")
+        task = task.with_contact_cap(nconmax)
+    return EpisodeWrapper(task, episode_length=limit, action_repeat=action_repeat)
 
 
 # Gymnasium's ids and time limits

@@ -9,6 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
+import hurtle.envs as envs
 from hurtle.envs import PhysicsEnv, wrappers
 from tests.envs.conftest import JIT_STEP, task
 from tests.envs.tasks import TARGET, Reacher
@@ -116,3 +117,44 @@ def test_with_model_replaces_the_model_under_wrappers():
     copy = env.with_model(lighter)
     assert copy.unwrapped.model is lighter and env.unwrapped.model is model
     assert copy.episode_length == 200 and copy is not env and copy.env is not env.env
+
+
+BALLS = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="-0.3 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+    <body pos="0 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+    <body pos="0.3 0 0.1"><freejoint/><geom type="sphere" size="0.1" mass="1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+class Balls(PhysicsEnv):
+    """Three spheres resting on a plane: three contacts at every step."""
+
+    n_frames = 2
+
+    def observation(self, data):
+        return data.qpos
+
+    def reward_terms(self, before, after, action):
+        return {"zero": jnp.zeros((), after.qpos.dtype)}
+
+
+def test_contact_cap_counts_dropped_contacts_in_metrics():
+    free = Balls(BALLS)
+    capped = free.with_contact_cap(1)
+    assert not free.contact_capped and capped.contact_capped and capped.model.nconmax == 1
+    run = jax.jit(lambda env, s: env.step(env.step(s, jnp.zeros(0)), jnp.zeros(0)), static_argnums=0)
+    s_free, s_capped = free.reset(jax.random.key(0)), capped.reset(jax.random.key(0))
+    assert "ncon_dropped" not in s_free.metrics and int(s_capped.metrics["ncon_dropped"]) == 0
+    s_capped = run(capped, s_capped)
+    # two of the three resting contacts dropped in each of the step's two physics steps
+    assert int(s_capped.metrics["ncon_dropped"]) == 4
+    # through make: physics tasks take the cap, others refuse it by name
+    assert envs.make("ant", nconmax=8).unwrapped.model.nconmax == 8
+    with pytest.raises(ValueError, match="cartpole: nconmax applies to physics tasks"):
+        envs.make("cartpole", nconmax=8)

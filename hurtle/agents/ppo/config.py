@@ -46,6 +46,10 @@ class Config:
     """Whether advantages are standardised per minibatch."""
     episode_length: int = 1000
     """The time limit in environment steps (a truncation, bootstrapped from the final observation)."""
+    nconmax: int | None = None
+    """hurtle's contact cap per contact dimension for the task's model (MJCF `<size nconmax>`): faster physics
+    where the model has many more contact candidates than contacts (the humanoids); touching contacts past it
+    are dropped and counted in `train/ncon_dropped`. None keeps every candidate's slot."""
     eval_every: int = 10
     """Training iterations between evaluations (0: never)."""
     num_eval_envs: int = 128
@@ -99,4 +103,6 @@ class Config:
             )
         if self.env not in names():
             raise ValueError(f"Config.env: unknown environment {self.env!r}; registered: {', '.join(names())}")
+        if self.nconmax is not None and (isinstance(self.nconmax, bool) or not self.nconmax > 0):
+            raise ValueError(f"Config.nconmax must be a positive number of contacts or None, got {self.nconmax}")
         return self

@@ -119,6 +119,8 @@ def rollout(
         ended = (new.done | new.truncation).astype(new.reward.dtype)
         ret = new.metrics["episode/return"].astype(ended.dtype)
         stats = (jnp.sum(ret * ended), jnp.sum(new.metrics["episode/length"].astype(ended.dtype) * ended))
+        if "ncon_dropped" in new.metrics:  # a contact cap: contacts dropped past it (Config.nconmax)
+            stats = stats + (jnp.sum(new.metrics["ncon_dropped"]),)
         return new, (tr, stats, jnp.sum(ended))
 
     env_state, (transitions, stats, ended) = lax.scan(step, env_state, jax.random.split(key, unroll_length))
@@ -190,7 +192,9 @@ def update_epoch(
 
 def make_training_env(config: Config, num_envs: int | None = None) -> Env:
     """The batched, auto-resetting training environment of `config`."""
-    return wrap_for_training(make(config.env, config.episode_length), num_envs or config.num_envs)
+    return wrap_for_training(
+        make(config.env, config.episode_length, nconmax=config.nconmax), num_envs or config.num_envs
+    )
 
 
 def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None = None) -> TrainState:
@@ -231,7 +235,7 @@ def make_iteration(
         if on_trace is not None:
             on_trace()
         key, k_rollout, k_update = jax.random.split(state.key, 3)
-        env_state, (tr, (ret_sum, len_sum), ended) = rollout(
+        env_state, (tr, (ret_sum, len_sum, *dropped), ended) = rollout(
             state.params,
             state.normalizer,
             state.env_state,
@@ -269,6 +273,8 @@ def make_iteration(
             "train/episode_length": jnp.sum(len_sum) / denom,
             "train/episodes": n_ended,  # the two means above are 0 when no episode ended
         }
+        if dropped:
+            metrics["train/ncon_dropped"] = jnp.sum(dropped[0])  # over the rollout's steps and environments
         new = TrainState(
             params=params,
             opt_state=opt_state,
@@ -320,7 +326,9 @@ def make_evaluate(
 ) -> Callable[[Any, normalizer.NormalizerState, jax.Array], dict[str, jax.Array]]:
     """The jitted `evaluate(params, normalizer, key)` on `num_episodes` (default `config.num_eval_envs`) fresh
     environments: per-episode returns and lengths."""
-    eval_env = VmapWrapper(make(config.env, config.episode_length), num_episodes or config.num_eval_envs)
+    eval_env = VmapWrapper(
+        make(config.env, config.episode_length, nconmax=config.nconmax), num_episodes or config.num_eval_envs
+    )
     length = -(-config.episode_length // getattr(eval_env.env, "action_repeat", 1))
 
     def run(params: Any, norm: normalizer.NormalizerState, key: jax.Array) -> dict[str, jax.Array]:
@@ -416,7 +424,7 @@ def load_policy(
 ) -> tuple[Networks, dict[str, Any], dict[str, Any]]:
     """The networks of `config` with the parameters and normaliser of checkpoint `step` (the newest by
     default), without building the training environments: `(networks, policy, meta)`."""
-    env = make(config.env, config.episode_length)
+    env = make(config.env, config.episode_length, nconmax=config.nconmax)
     networks = make_networks(config, env)
     k_policy, k_value = jax.random.split(jax.random.key(0))
     params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}

@@ -42,10 +42,16 @@ def _chunked(fn, cost: int, *args):
     return out.reshape(lead + out.shape[-2:])
 
 
+@functools.cache
+def _compiled(p: Primitive, params: tuple):
+    """The primitive with these parameters as a jitted function (for calls outside jit), made once."""
+    return jax.jit(functools.partial(p.bind, **dict(params)))
+
+
 def _primitive(name: str, plain, cost):
     """A primitive computing `plain(*args, **params)`, chunked on the CPU by `cost(*args, **params)`."""
     p = Primitive(name)
-    p.def_impl(lambda *args, **params: jax.jit(functools.partial(p.bind, **params))(*args))
+    p.def_impl(lambda *args, **params: _compiled(p, tuple(sorted(params.items())))(*args))
     p.def_abstract_eval(lambda *args, **params: jax.core.ShapedArray(args[-1].shape, args[-1].dtype))
 
     def cpu(*args, **params):

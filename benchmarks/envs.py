@@ -50,16 +50,16 @@ def _timed_scan(step, state, nsteps: int, repeats: int) -> dict:
         t0 = time.perf_counter()
         state = jax.block_until_ready(run(state))
         times.append(time.perf_counter() - t0)
-    return {"compile_s": compile_s, "seconds": statistics.median(times)}
+    return {"compile_s": compile_s, "seconds": statistics.median(times), "state": state}
 
 
-def bench_hurtle(task: str, batch: int, nsteps: int, repeats: int) -> dict:
+def bench_hurtle(task: str, batch: int, nsteps: int, repeats: int, nconmax: int | None = None) -> dict:
     import jax
 
     from hurtle.envs import make
     from hurtle.envs.wrappers import wrap_for_training
 
-    env = wrap_for_training(make(task), batch)
+    env = wrap_for_training(make(task, nconmax=nconmax), batch)
     space = env.action_space
     state = jax.jit(env.reset)(jax.random.key(0))
 
@@ -70,7 +70,10 @@ def bench_hurtle(task: str, batch: int, nsteps: int, repeats: int) -> dict:
         return env.step(state, action), key
 
     r = _timed_scan(step, (state, jax.random.key(1)), nsteps, repeats)
-    return {"compile_s": r["compile_s"], "steps_per_s": batch * nsteps / r["seconds"]}
+    out = {"compile_s": r["compile_s"], "steps_per_s": batch * nsteps / r["seconds"]}
+    if nconmax is not None:  # contacts dropped past the cap in the last step, per environment
+        out["ncon_dropped"] = float(jax.numpy.mean(r["state"][0].metrics["ncon_dropped"]))
+    return out
 
 
 def bench_mjx(task: str, batch: int, nsteps: int, repeats: int) -> dict:
@@ -107,6 +110,8 @@ ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx}
 def _isolated(engine: str, task: str, args) -> dict:
     cmd = [sys.executable, __file__, "--worker", engine, "--tasks", task, "--batch", str(args.batch)]
     cmd += ["--nsteps", str(args.nsteps), "--repeats", str(args.repeats)]
+    if args.nconmax is not None and engine == "hurtle":
+        cmd += ["--nconmax", str(args.nconmax)]
     from physics import run_worker
 
     return run_worker(cmd, args.timeout)
@@ -121,11 +126,13 @@ def main(argv=None) -> None:
     p.add_argument("--engines", nargs="+", default=list(ENGINES))
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument("--nconmax", type=int, help="hurtle's contact cap per condim for every task (MJX: none)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         try:
-            res = ENGINES[args.worker](args.tasks[0], args.batch, args.nsteps, args.repeats)
+            extra = {"nconmax": args.nconmax} if args.nconmax is not None else {}
+            res = ENGINES[args.worker](args.tasks[0], args.batch, args.nsteps, args.repeats, **extra)
         except Exception as e:  # reported in the table
             res = {"error": f"{type(e).__name__}: {e}"[:160]}
         print("RESULT " + json.dumps(res), flush=True)
@@ -143,7 +150,7 @@ def main(argv=None) -> None:
 
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: environment steps/s, batch {args.batch}, {args.nsteps} steps per call, "
-        "float32",
+        "float32" + (f"; hurtle with a contact cap of {args.nconmax} per condim" if args.nconmax else ""),
         f"Machine: {_machine()}. hurtle: the training environment (time limit, NaN guard, auto-reset, observation, "
         "reward). MJX: `mjx.step` x frame_skip on Gymnasium's model file (physics only).",
         "",
@@ -160,6 +167,8 @@ def main(argv=None) -> None:
             f"{cell(m, 'steps_per_s', ',.0f')} | {cell(m, 'compile_s', '.1f')} | {ratio} |"
         )
         notes += [f"- {task} / {e}: {res['error']}" for e, res in r.items() if res and "error" in res]
+        if h and "ncon_dropped" in h:
+            notes.append(f"- {task}: {h['ncon_dropped']:.2f} contacts dropped per environment in the last step")
     text = "\n".join(lines + ([""] + notes if notes else [])) + "\n"
     print(text)
     with open(args.out, "a") as f:

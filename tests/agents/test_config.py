@@ -46,6 +46,8 @@ def test_config_is_frozen():
             r"num_envs \* unroll_length = 10 \* 3 = 30 is not divisible by num_minibatches = 4",
         ),
         ({"env": "no_such_env"}, r"Config.env: unknown environment 'no_such_env'; registered: .*cartpole"),
+        ({"nconmax": 0}, r"Config.nconmax must be a positive number of contacts or None, got 0"),
+        ({"nconmax": True}, r"Config.nconmax must be a positive number of contacts or None, got True"),
     ],
 )
 def test_validate_names_the_field(changes, message):

@@ -142,16 +142,17 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int, niter=None) -> di
     return res
 
 
-def setup_hurtle(spec: str, batch: int, mode: str, nconmax: int | None = None):
+def setup_hurtle(spec: str, batch: int, mode: str, nconmax: int | None = None, njmax: int | None = None):
     """hurtle's (step, model, batched data) for the model, with the benchmark's random controls
-    (`nconmax`: hurtle's contact cap per condim, as MJCF's `<size nconmax>`; None keeps every slot)."""
+    (`nconmax`: hurtle's contact cap per condim, as MJCF's `<size nconmax>`; None keeps every slot;
+    `njmax`: the solver's working set, None for hurtle's default, 0 for every row)."""
     import jax
     import jax.numpy as jnp
 
     import hurtle.physics as hp
 
     mm = _mj_model(spec, mode)
-    model = hp.from_mujoco(mm, source=spec, nconmax=nconmax)
+    model = hp.from_mujoco(mm, source=spec, nconmax=nconmax, njmax=njmax)
     d = hp.make_data(model)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
     data = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), d).replace(ctrl=ctrl)
@@ -172,8 +173,10 @@ def setup_mjx(spec: str, batch: int, mode: str):
     return mjx.step, mx, data
 
 
-def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str, nconmax: int | None = None):
-    step, model, data = setup_hurtle(spec, batch, mode, nconmax)
+def bench_hurtle(
+    spec: str, batch: int, nsteps: int, repeats: int, mode: str, nconmax: int | None = None, njmax: int | None = None
+):
+    step, model, data = setup_hurtle(spec, batch, mode, nconmax, njmax)
     res = _time_jax(step, model, data, nsteps, repeats, niter=lambda d: d.solver_niter)
     if nconmax:
         import jax
@@ -244,6 +247,8 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
     ]
     if args.nconmax and engine == "hurtle":
         cmd += ["--nconmax", str(args.nconmax)]
+    if args.njmax is not None and engine == "hurtle":
+        cmd += ["--njmax", str(args.njmax)]
     return run_worker(cmd, args.timeout, x64=args.dtype == "float64")
 
 
@@ -326,12 +331,20 @@ def main(argv=None):
         default=0,
         help="hurtle only: keep this many contacts per condim (MJCF's <size nconmax>); MJX and MuJoCo keep all",
     )
+    p.add_argument(
+        "--njmax",
+        type=int,
+        default=None,
+        help="hurtle only: the solver's working set in rows (0: every row; default: the model's)",
+    )
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.worker:
         extra = {"nconmax": args.nconmax} if args.nconmax else {}
+        if args.njmax is not None:
+            extra["njmax"] = args.njmax
         res = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats, args.mode, **extra)
         print("RESULT " + json.dumps(res))
         return

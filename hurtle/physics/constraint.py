@@ -114,6 +114,28 @@ def build_layout(m: mujoco.MjModel, contact_dims=()) -> Layout:
     )
 
 
+# the solver's working set when the file does not size it: from this many rows up, a quarter of them
+# (at least WORKING_MIN), in multiples of 8
+WORKING_FROM, WORKING_MIN = 128, 64
+
+
+def working_rows(layout: Layout, njmax: int | None, source: str) -> int:
+    """The solver's working set (`Model.njmax`): how many rows its Newton trips run on, the active rows
+    gathered into them; 0 for every row. `njmax` is the file's `<size njmax>` or the caller's; negative
+    (MuJoCo's default) chooses from the layout; 0 turns the working set off. A set as large as half the
+    rows saves nothing and is off. Elliptic cones are solved on every row (the file's value is then
+    ignored; the caller's raises)."""
+    if njmax is None or isinstance(njmax, bool) or not isinstance(njmax, (int, np.integer)):
+        raise ValueError(f"{source}: njmax must be a number of constraint rows, got {njmax!r}")
+    nefc = layout.nefc
+    if np.any(layout.type == CONTACT_ELLIPTIC):
+        return 0
+    if njmax < 0:
+        if nefc < WORKING_FROM:
+            return 0
+        njmax = -(-max(WORKING_MIN, nefc // 4) // 8) * 8
+    return int(njmax) if 0 < njmax and 2 * njmax <= nefc else 0
+
 def jac_point(m: Model, d: Data, body: np.ndarray, point: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Translational and rotational Jacobians (k, 3, nv) of world points fixed to bodies (mj_jac)."""
     mask, root = m.tree.body_dof_anc[body][:, None, :], m.body_rootid[body]

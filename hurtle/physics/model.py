@@ -17,7 +17,7 @@ import numpy as np
 
 from hurtle.physics import types
 from hurtle.physics.collision import build_compaction, build_groups
-from hurtle.physics.constraint import build_layout
+from hurtle.physics.constraint import CONTACT_ELLIPTIC, build_layout, working_rows
 from hurtle.physics.types import Model, Option, Tree
 
 _DSBL = mujoco.mjtDisableBit
@@ -47,9 +47,9 @@ def float_dtype() -> np.dtype:
     return jnp.zeros(()).dtype
 
 
-def load(path_or_xml: str | os.PathLike, nconmax: int | None = None) -> Model:
-    """Compile an MJCF or URDF file (or an MJCF string) with MuJoCo and convert it (`nconmax`: as
-    `from_mujoco`'s, overriding the file's `<size nconmax>`)."""
+def load(path_or_xml: str | os.PathLike, nconmax: int | None = None, njmax: int | None = None) -> Model:
+    """Compile an MJCF or URDF file (or an MJCF string) with MuJoCo and convert it (`nconmax`, `njmax`:
+    as `from_mujoco`'s, overriding the file's `<size>`)."""
     text = str(path_or_xml)
     if text.lstrip().startswith("<"):
         source = "<xml string>"
@@ -65,7 +65,7 @@ def load(path_or_xml: str | os.PathLike, nconmax: int | None = None) -> Model:
             mj_model = mujoco.MjModel.from_xml_path(source)
         except ValueError as e:
             raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
-    return from_mujoco(mj_model, source=source, nconmax=nconmax)
+    return from_mujoco(mj_model, source=source, nconmax=nconmax, njmax=njmax)
 
 
 def _names(m: mujoco.MjModel) -> dict[str, tuple[str, ...]]:
@@ -272,7 +272,11 @@ def _tree(m: mujoco.MjModel) -> Tree:
 
 
 def from_mujoco(
-    mj_model: mujoco.MjModel, source: str = "<mjModel>", contact_dims=None, nconmax: int | None = None
+    mj_model: mujoco.MjModel,
+    source: str = "<mjModel>",
+    contact_dims=None,
+    nconmax: int | None = None,
+    njmax: int | None = None,
 ) -> Model:
     """Convert a compiled `mujoco.MjModel` into a hurtle `Model`.
 
@@ -282,6 +286,10 @@ def from_mujoco(
     then hold the first `nconmax` active ones, so the solver works on the contacts that can touch at
     once rather than on every pair that ever could. Contacts beyond the cap are dropped and counted in
     `Data.ncon_dropped`: size the cap from a rollout's largest `ncon`.
+    `njmax` (default: the file's `<size njmax>`, else chosen from the rows) sizes the solver's working
+    set: its Newton trips run on the active constraint rows gathered into `njmax` slots, and a world
+    with more active rows than that is solved on all of them, so it changes speed, never results;
+    0 runs every trip on every row (`hurtle.physics.solver.solve`).
     `contact_dims` instead declares caller-filled slots (one per entry, with that condim) and
     turns collision detection off: for contacts computed elsewhere, such as MuJoCo's.
     Raises NotImplementedError, naming the element, for a feature the engine does not support yet.
@@ -304,6 +312,9 @@ def from_mujoco(
             )
         groups, cap = (), -1
     _check_contact_dims(m, contact_dims, source)
+    layout = build_layout(m, contact_dims)
+    if njmax is not None and njmax and np.any(layout.type == CONTACT_ELLIPTIC):
+        raise NotImplementedError(f"{source}: njmax (the solver's working set) with elliptic cones (<option cone>)")
     fdt = float_dtype()
 
     def f(x: Any) -> jax.Array:
@@ -490,7 +501,8 @@ def from_mujoco(
         has_dof_damping=bool(np.any(m.dof_damping > 0)),
         has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),
         tree=_tree(m),
-        efc=build_layout(m, contact_dims),
+        njmax=working_rows(layout, int(m.njmax) if njmax is None else njmax, source),
+        efc=layout,
         collision=groups,
         names=names,
         source=source,

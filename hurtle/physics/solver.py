@@ -302,108 +302,159 @@ class _State(NamedTuple):
 
 
 def solve(m: Model, d: Data) -> Data:
-    """Constrained acceleration `qacc`, `efc_force`, `efc_state`, `qfrc_constraint`, `solver_niter`."""
+    """Constrained acceleration `qacc`, `efc_force`, `efc_state`, `qfrc_constraint`, `solver_niter`.
+
+    With a working set (`Model.njmax` rows; adaptive mode) Newton runs on the active rows only,
+    gathered into `njmax` slots. Inactive rows (contact slots whose geoms do not touch, limits away
+    from their margin) contribute nothing to the cost, so the problem and its solution are the same,
+    and every product of a trip (J'DJ above all) shrinks with the rows. A world with more active rows
+    than `njmax` is solved on all of them instead: a `while_loop` whose predicate is that overflow, so
+    unbatched it is a branch, and under vmap the full solve runs once for the batch when any world
+    overflows and never otherwise.
+    """
     if m.efc.nefc == 0:
         return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
     with jax.named_scope("solve"):
         ctx = _context(m, d)
-        newton = m.opt.solver != SOL_CG  # PGS is solved with Newton: same optimum
-        fixed = m.opt.solver_mode == "fixed"
-        scale = 1.0 / (m.stat_meaninertia * max(1, m.nv))
-        tol = m.opt.tolerance
-        gtol_ls = tol * m.opt.ls_tolerance / scale
-
-        # warm start: the better of qacc_warmstart and qacc_smooth (both costs in one vectorised pass)
-        # M qacc and J qacc - aref are carried and moved with qacc (+ alpha M p, + alpha J p, as
-        # MuJoCo's solver updates them), so an iteration multiplies by J and M once, for its direction
-        qacc = d.qacc_smooth
-        if m.disabled(_DSBL.mjDSBL_WARMSTART):
-            Ma, jar = _products(ctx, qacc)
+        if m.njmax <= 0 or m.opt.solver_mode == "fixed":
+            out = _solve_rows(m, d, ctx, d.efc_state)
         else:
-            cand = jnp.stack([d.qacc_warmstart, d.qacc_smooth])
-            Mc, jc = jax.vmap(lambda q: _products(ctx, q))(cand)
-            cw, cs = jax.vmap(lambda q, Ma, jar: _eval(ctx, q, Ma, jar)[0])(cand, Mc, jc)
-            warm = cw < cs
-            qacc, Ma, jar = (jnp.where(warm, x[0], x[1]) for x in (cand, Mc, jc))
+            out, overflow = _working_set(m, d, ctx, m.njmax)
 
-        def precondition(grad, hess):
-            if newton:
-                return linalg.cho_solve(linalg.cholesky(hessian(ctx, hess)), grad)
-            return inertia.solve_m(m, d, grad)
+            def every_row(c):
+                # the barrier ties the inputs to the loop's carry: XLA would otherwise hoist the
+                # solve (loop-invariant) out of the loop and run it whether the loop runs or not
+                dd, _ = jax.lax.optimization_barrier((d, c))
+                return (jnp.zeros((), bool), *_solve_rows(m, dd, _context(m, dd), dd.efc_state))
 
-        # The loop's first pass (it = -1) evaluates the starting point: its line search is skipped
-        # (alpha = 0; the search direction is zero), and it sets the first direction (-M^-1 grad or
-        # -H^-1 grad) and MuJoCo's initial convergence test. One traced copy of the cost, Hessian and
-        # factorisation serves the start and every iteration.
-        # The first pass reads no field of its state but qacc, Ma, jar and the (zero) search
-        # direction: the others start as arrays the step already holds (a fresh constant array is
-        # a kernel of its own in the compiled loop)
-        zeros_v = jnp.zeros_like(qacc)
-        start = jnp.full((), -1, jnp.int32)
-        init = _State(
-            qacc,
-            Ma,
-            jar,
-            jar,
-            jnp.zeros((), qacc.dtype),
-            Ma,
-            zeros_v,
-            Ma,
-            d.efc_state,
-            start,
-            jnp.zeros((), bool),
-        )
+            out = jax.lax.while_loop(lambda c: c[0], every_row, (overflow, *out))[1:]
+        qacc, force, state, qfrc, niter = out
+        return d.replace(qacc=qacc, efc_force=force, efc_state=state, qfrc_constraint=qfrc, solver_niter=niter)
 
-        def iterate(s: _State) -> _State:
-            first = s.it < 0
-            gtol = gtol_ls * math.safe_norm(s.search)
-            line = _line(ctx, s.qacc, s.search, s.Ma, s.jar)
-            alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line)
-            qacc = s.qacc + alpha * s.search
-            Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
-            cost, grad, force, state, hw = _eval(ctx, qacc, Ma, jar)
-            mgrad = precondition(grad, hw)
-            improvement = scale * (s.cost - cost)
-            gradient = scale * math.safe_norm(grad)
-            gap = 0.5 * scale * jnp.dot(grad, mgrad)
-            stop = (alpha == 0) | ((improvement > 0) & (improvement < tol)) | (gradient < tol)
-            stop = stop | jnp.all(qacc == s.qacc)  # a fixed point: more steps change nothing
-            if newton:
-                # Exact convergence: no row changed state over the Newton step and no elliptic cone
-                # is in its (non-quadratic) middle zone, so the step minimised the very quadratic the
-                # cost is on this piece: the point is optimal in exact arithmetic, and more steps
-                # only chase rounding. In float64 MuJoCo's tests stop here too (the gradient is at
-                # rounding level); in float32 MuJoCo's tolerance (1e-8) can lie below the rounding
-                # of the gradient and the cost, and without this test a solve idles to the iteration
-                # cap (and under vmap the whole batch with it).
-                stop = stop | _same_piece(state, s.state)
-                stop = stop | (gap < tol)
-                search = -mgrad
-                stop0 = (gap < tol) & (gradient < tol)
-            else:
-                search = jnp.where(first, -mgrad, _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad))
-                stop0 = gap < tol
-            stop = jnp.where(first, stop0, stop)
-            new = _State(qacc, Ma, jar, force, cost, grad, search, mgrad, state, s.it + 1, stop)
-            if not fixed:
-                # the while loop never runs a done state (under vmap, its batching keeps a done
-                # world's state): no select here
-                return new
-            # in fixed mode a converged problem keeps its solution
-            return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 
-        if fixed:
-            final = jax.lax.fori_loop(0, m.opt.iterations + 1, lambda _, s: iterate(s), init)
+def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):
+    """`_solve_rows` on the first `k` active rows, its forces and states put back on every row, and
+    whether the world has more active rows than `k`."""
+    act = d.efc_active
+    rank = jnp.cumsum(act.astype(jnp.int32))  # active rows up to and including each row
+    # slot p holds the active row of rank p + 1 (a binary search: 9 gathers for 311 rows, where a
+    # (k, nefc) comparison costs ten times as much on the CPU)
+    idx = jnp.searchsorted(rank, np.arange(1, k + 1, dtype=np.int32), method="scan")
+    idx = jnp.minimum(idx, m.efc.nefc - 1)
+    r = ctx.rows
+    rows = _Rows(
+        r.D[idx],
+        r.R[idx],
+        r.floss[idx],
+        jnp.asarray(r.eq)[idx],
+        jnp.asarray(r.fric)[idx],
+        np.zeros(k, bool),
+        (np.arange(k) < rank[-1]) & act[idx],
+        (),
+    )
+    sub = _Ctx(ctx.M, ctx.J[idx], ctx.aref[idx], ctx.qfrc_smooth, ctx.qacc_smooth, rows)
+    qacc, force, state, qfrc, niter = _solve_rows(m, d, sub, d.efc_state[idx])
+    kept = act & (rank <= k)  # row r sits in slot rank - 1
+    slot = jnp.clip(rank - 1, 0, k - 1)
+    force = jnp.where(kept, force[slot], 0.0)
+    state = jnp.where(kept, state[slot], SATISFIED)
+    return (qacc, force, state, qfrc, niter), rank[-1] > k
+
+
+def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
+    """Newton or CG on the rows of `ctx` from `d.qacc_warmstart`: (qacc, row forces, row states,
+    qfrc_constraint, iterations)."""
+    newton = m.opt.solver != SOL_CG  # PGS is solved with Newton: same optimum
+    fixed = m.opt.solver_mode == "fixed"
+    scale = 1.0 / (m.stat_meaninertia * max(1, m.nv))
+    tol = m.opt.tolerance
+    gtol_ls = tol * m.opt.ls_tolerance / scale
+
+    # warm start: the better of qacc_warmstart and qacc_smooth (both costs in one vectorised pass)
+    # M qacc and J qacc - aref are carried and moved with qacc (+ alpha M p, + alpha J p, as
+    # MuJoCo's solver updates them), so an iteration multiplies by J and M once, for its direction
+    qacc = d.qacc_smooth
+    if m.disabled(_DSBL.mjDSBL_WARMSTART):
+        Ma, jar = _products(ctx, qacc)
+    else:
+        cand = jnp.stack([d.qacc_warmstart, d.qacc_smooth])
+        Mc, jc = jax.vmap(lambda q: _products(ctx, q))(cand)
+        cw, cs = jax.vmap(lambda q, Ma, jar: _eval(ctx, q, Ma, jar)[0])(cand, Mc, jc)
+        warm = cw < cs
+        qacc, Ma, jar = (jnp.where(warm, x[0], x[1]) for x in (cand, Mc, jc))
+
+    def precondition(grad, hess):
+        if newton:
+            return linalg.cho_solve(linalg.cholesky(hessian(ctx, hess)), grad)
+        return inertia.solve_m(m, d, grad)
+
+    # The loop's first pass (it = -1) evaluates the starting point: its line search is skipped
+    # (alpha = 0; the search direction is zero), and it sets the first direction (-M^-1 grad or
+    # -H^-1 grad) and MuJoCo's initial convergence test. One traced copy of the cost, Hessian and
+    # factorisation serves the start and every iteration.
+    # The first pass reads no field of its state but qacc, Ma, jar and the (zero) search
+    # direction: the others start as arrays the step already holds (a fresh constant array is
+    # a kernel of its own in the compiled loop)
+    zeros_v = jnp.zeros_like(qacc)
+    start = jnp.full((), -1, jnp.int32)
+    init = _State(
+        qacc,
+        Ma,
+        jar,
+        jar,
+        jnp.zeros((), qacc.dtype),
+        Ma,
+        zeros_v,
+        Ma,
+        efc_state,
+        start,
+        jnp.zeros((), bool),
+    )
+
+    def iterate(s: _State) -> _State:
+        first = s.it < 0
+        gtol = gtol_ls * math.safe_norm(s.search)
+        line = _line(ctx, s.qacc, s.search, s.Ma, s.jar)
+        alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line)
+        qacc = s.qacc + alpha * s.search
+        Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
+        cost, grad, force, state, hw = _eval(ctx, qacc, Ma, jar)
+        mgrad = precondition(grad, hw)
+        improvement = scale * (s.cost - cost)
+        gradient = scale * math.safe_norm(grad)
+        gap = 0.5 * scale * jnp.dot(grad, mgrad)
+        stop = (alpha == 0) | ((improvement > 0) & (improvement < tol)) | (gradient < tol)
+        stop = stop | jnp.all(qacc == s.qacc)  # a fixed point: more steps change nothing
+        if newton:
+            # Exact convergence: no row changed state over the Newton step and no elliptic cone
+            # is in its (non-quadratic) middle zone, so the step minimised the very quadratic the
+            # cost is on this piece: the point is optimal in exact arithmetic, and more steps
+            # only chase rounding. In float64 MuJoCo's tests stop here too (the gradient is at
+            # rounding level); in float32 MuJoCo's tolerance (1e-8) can lie below the rounding
+            # of the gradient and the cost, and without this test a solve idles to the iteration
+            # cap (and under vmap the whole batch with it).
+            stop = stop | _same_piece(state, s.state)
+            stop = stop | (gap < tol)
+            search = -mgrad
+            stop0 = (gap < tol) & (gradient < tol)
         else:
-            final = jax.lax.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
-        # the last iterate's rows: forces and states at the returned qacc
-        return d.replace(
-            qacc=final.qacc,
-            efc_force=final.force,
-            efc_state=final.state,
-            qfrc_constraint=math.matmul(ctx.J.T, final.force),
-            solver_niter=final.it,
-        )
+            search = jnp.where(first, -mgrad, _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad))
+            stop0 = gap < tol
+        stop = jnp.where(first, stop0, stop)
+        new = _State(qacc, Ma, jar, force, cost, grad, search, mgrad, state, s.it + 1, stop)
+        if not fixed:
+            # the while loop never runs a done state (under vmap, its batching keeps a done
+            # world's state): no select here
+            return new
+        # in fixed mode a converged problem keeps its solution
+        return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
+
+    if fixed:
+        final = jax.lax.fori_loop(0, m.opt.iterations + 1, lambda _, s: iterate(s), init)
+    else:
+        final = jax.lax.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
+    # the last iterate's rows: forces and states at the returned qacc
+    return final.qacc, final.force, final.state, math.matmul(ctx.J.T, final.force), final.it
 
 
 def _hager_zhang(search, grad_old, mgrad_old, grad, mgrad, eta=0.01):

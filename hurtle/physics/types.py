@@ -237,6 +237,9 @@ class Model:
     # MJCF <size nconmax>: contacts kept per condim when fewer than the candidate slots, -1 for all
     nconmax: int = static_field()
     contact_compaction: Any = static_field()  # hurtle.physics.collision.Compaction, or None
+    # the solver's working set: rows it gathers the active constraints into (MJCF <size njmax>, or
+    # chosen from the rows when the file does not set it); 0: it works on every row
+    njmax: int = static_field()
     # decisions taken from parameter values when the model was built (randomising a parameter away
     # from zero does not switch the feature on)
     has_gravcomp: bool = static_field()

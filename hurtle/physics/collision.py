@@ -81,16 +81,14 @@ def build_compaction(dims: np.ndarray, nconmax: int) -> tuple[Compaction | None,
 def compact(c: Compaction, active: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(source candidate slot of every kept slot, whether it holds a contact, active candidates dropped).
 
-    Branch-free: a candidate's rank among its class's active ones is a cumulative sum, and kept slot p
-    takes the candidate of rank p (a (cap, candidates) comparison per class, no sort and no scatter)."""
+    Branch-free: kept slot p of a class takes its candidate of rank p among the active ones
+    (`math.first_active`)."""
     srcs, kept, dropped = [], [], jnp.zeros((), jnp.int32)
     for cand, cap in zip(c.cand, c.cap):
-        a = math.take(active, cand)
-        rank = jnp.cumsum(a.astype(jnp.int32)) - 1
-        sel = a & (rank == np.arange(cap, dtype=np.int32)[:, None])  # (cap, candidates)
-        srcs.append(jnp.sum(jnp.where(sel, cand, 0), axis=1))
-        kept.append(jnp.any(sel, axis=1))
-        dropped = dropped + jnp.maximum(rank[-1] + 1 - cap, 0)
+        idx, valid, count = math.first_active(math.take(active, cand), cap)
+        srcs.append(jnp.asarray(cand, jnp.int32)[idx])
+        kept.append(valid)
+        dropped = dropped + jnp.maximum(count - cap, 0)
     return jnp.concatenate(srcs), jnp.concatenate(kept), dropped
 
 

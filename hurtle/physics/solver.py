@@ -336,11 +336,7 @@ def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):
     """`_solve_rows` on the first `k` active rows, its forces and states put back on every row, and
     whether the world has more active rows than `k`."""
     act = d.efc_active
-    rank = jnp.cumsum(act.astype(jnp.int32))  # active rows up to and including each row
-    # slot p holds the active row of rank p + 1 (a binary search: 9 gathers for 311 rows, where a
-    # (k, nefc) comparison costs ten times as much on the CPU)
-    idx = jnp.searchsorted(rank, np.arange(1, k + 1, dtype=np.int32), method="scan")
-    idx = jnp.minimum(idx, m.efc.nefc - 1)
+    idx, valid, count = math.first_active(act, k)
     r = ctx.rows
     rows = _Rows(
         r.D[idx],
@@ -349,16 +345,17 @@ def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):
         jnp.asarray(r.eq)[idx],
         jnp.asarray(r.fric)[idx],
         np.zeros(k, bool),
-        (np.arange(k) < rank[-1]) & act[idx],
+        valid,
         (),
     )
     sub = _Ctx(ctx.M, ctx.J[idx], ctx.aref[idx], ctx.qfrc_smooth, ctx.qacc_smooth, rows)
     qacc, force, state, qfrc, niter = _solve_rows(m, d, sub, d.efc_state[idx])
-    kept = act & (rank <= k)  # row r sits in slot rank - 1
+    rank = jnp.cumsum(act.astype(jnp.int32))  # an active row r sits in slot rank - 1
+    kept = act & (rank <= k)
     slot = jnp.clip(rank - 1, 0, k - 1)
     force = jnp.where(kept, force[slot], 0.0)
     state = jnp.where(kept, state[slot], SATISFIED)
-    return (qacc, force, state, qfrc, niter), rank[-1] > k
+    return (qacc, force, state, qfrc, niter), count > k
 
 
 def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):

@@ -136,6 +136,7 @@ def working_rows(layout: Layout, njmax: int | None, source: str) -> int:
         njmax = -(-max(WORKING_MIN, nefc // 4) // 8) * 8
     return int(njmax) if 0 < njmax and 2 * njmax <= nefc else 0
 
+
 def jac_point(m: Model, d: Data, body: np.ndarray, point: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Translational and rotational Jacobians (k, 3, nv) of world points fixed to bodies (mj_jac)."""
     mask, root = m.tree.body_dof_anc[body][:, None, :], m.body_rootid[body]

@@ -82,7 +82,7 @@ def test_working_set_solves_the_problem_on_every_row(njmax):
     got = pre(model, d)
     one = jax.jit(hp.forward)
     for w in (int(np.argmax(active)), int(np.argmin(active))):  # unbatched: over and within the set
-        dw = jax.tree.map(lambda x: x[w], d)
+        dw = jax.tree.map(lambda x, w=w: x[w], d)
         for f in FIELDS:
             np.testing.assert_allclose(getattr(one(model, dw), f), getattr(ref, f)[w], rtol=TOL, atol=TOL)
     for f in FIELDS:

@@ -119,16 +119,18 @@ def build_layout(m: mujoco.MjModel, contact_dims=()) -> Layout:
 WORKING_FROM, WORKING_MIN = 128, 64
 
 
-def working_rows(layout: Layout, njmax: int | None, source: str) -> int:
+def working_rows(layout: Layout, njmax: int | None, source: str, explicit: bool = False) -> int:
     """The solver's working set (`Model.njmax`): how many rows its Newton trips run on, the active rows
-    gathered into them; 0 for every row. `njmax` is the file's `<size njmax>` or the caller's; negative
-    (MuJoCo's default) chooses from the layout; 0 turns the working set off. A set as large as half the
-    rows saves nothing and is off. Elliptic cones are solved on every row (the file's value is then
-    ignored; the caller's raises)."""
+    gathered into them; 0 for every row. `njmax` is the file's `<size njmax>` or, `explicit`, the
+    caller's; negative (MuJoCo's default) chooses from the layout; 0 turns the working set off. A set as
+    large as half the rows saves nothing and is off. Elliptic cones are solved on every row (a size from
+    the file is then ignored; one from the caller raises)."""
     if njmax is None or isinstance(njmax, bool) or not isinstance(njmax, (int, np.integer)):
         raise ValueError(f"{source}: njmax must be a number of constraint rows, got {njmax!r}")
     nefc = layout.nefc
     if np.any(layout.type == CONTACT_ELLIPTIC):
+        if explicit and njmax > 0:
+            raise NotImplementedError(f"{source}: njmax (the solver's working set) with elliptic cones (<option cone>)")
         return 0
     if njmax < 0:
         if nefc < WORKING_FROM:

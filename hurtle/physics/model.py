@@ -17,7 +17,7 @@ import numpy as np
 
 from hurtle.physics import types
 from hurtle.physics.collision import build_compaction, build_groups
-from hurtle.physics.constraint import CONTACT_ELLIPTIC, build_layout, working_rows
+from hurtle.physics.constraint import build_layout, working_rows
 from hurtle.physics.types import Model, Option, Tree
 
 _DSBL = mujoco.mjtDisableBit
@@ -313,8 +313,6 @@ def from_mujoco(
         groups, cap = (), -1
     _check_contact_dims(m, contact_dims, source)
     layout = build_layout(m, contact_dims)
-    if njmax is not None and njmax and np.any(layout.type == CONTACT_ELLIPTIC):
-        raise NotImplementedError(f"{source}: njmax (the solver's working set) with elliptic cones (<option cone>)")
     fdt = float_dtype()
 
     def f(x: Any) -> jax.Array:
@@ -501,7 +499,7 @@ def from_mujoco(
         has_dof_damping=bool(np.any(m.dof_damping > 0)),
         has_frictionloss=bool(np.any(m.dof_frictionloss > 0) or np.any(m.tendon_frictionloss > 0)),
         tree=_tree(m),
-        njmax=working_rows(layout, int(m.njmax) if njmax is None else njmax, source),
+        njmax=working_rows(layout, int(m.njmax) if njmax is None else njmax, source, explicit=njmax is not None),
         efc=layout,
         collision=groups,
         names=names,

@@ -64,6 +64,9 @@ def test_sizes_from_the_file_the_caller_and_the_layout():
     assert hp.load(elliptic.replace("<option", '<size njmax="96"/><option', 1)).njmax == 0
     with pytest.raises(NotImplementedError, match="njmax .* elliptic cones"):
         hp.load(elliptic, njmax=96)
+    assert hp.load(elliptic, njmax=0).njmax == 0 and hp.load(elliptic, njmax=-1).njmax == 0
+    with pytest.raises(ValueError, match="njmax must be a number"):
+        hp.load(elliptic, njmax="96")
 
 
 def test_working_set_solves_the_problem_on_every_row():

@@ -88,7 +88,7 @@ def compact(c: Compaction, active: jax.Array) -> tuple[jax.Array, jax.Array, jax
         idx, valid, count = math.first_active(math.take(active, cand), cap)
         srcs.append(jnp.asarray(cand, jnp.int32)[idx])
         kept.append(valid)
-        dropped = dropped + jnp.maximum(count - cap, 0)
+        dropped = dropped + jnp.maximum(count[-1] - cap, 0)
     return jnp.concatenate(srcs), jnp.concatenate(kept), dropped
 
 

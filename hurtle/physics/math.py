@@ -66,12 +66,12 @@ def take(x: jax.Array, idx: np.ndarray) -> jax.Array:
 def first_active(active: jax.Array, k: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The positions of the first `k` True entries of `active` (1D) in order, each slot's validity
     (fewer than `k` True entries leave the last slots invalid, pointing at the last entry), and the
-    number of True entries. Branch-free and scatter-free: slot p holds the entry of rank p + 1 in the
-    running count, found by binary search (a few gathers; a (k, n) comparison costs ten times as much
-    on the CPU)."""
-    rank = jnp.cumsum(active.astype(jnp.int32))
-    idx = jnp.searchsorted(rank, np.arange(1, k + 1, dtype=np.int32), method="scan").astype(jnp.int32)
-    return jnp.minimum(idx, active.shape[0] - 1), np.arange(k, dtype=np.int32) < rank[-1], rank[-1]
+    running count of True entries (entry i, when True, sits in slot count[i] - 1; count[-1] is the
+    total). Branch-free and scatter-free: slot p holds the entry of rank p + 1 in the running count,
+    found by binary search (a few gathers; a (k, n) comparison costs ten times as much on the CPU)."""
+    count = jnp.cumsum(active.astype(jnp.int32))
+    idx = jnp.searchsorted(count, np.arange(1, k + 1, dtype=np.int32), method="scan").astype(jnp.int32)
+    return jnp.minimum(idx, active.shape[0] - 1), np.arange(k, dtype=np.int32) < count[-1], count
 
 
 def stack_select(xs: list, axis: int = -1) -> jax.Array:

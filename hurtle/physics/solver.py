@@ -53,8 +53,8 @@ class _Rows(NamedTuple):
     D: jax.Array
     R: jax.Array
     floss: jax.Array
-    eq: np.ndarray
-    fric: np.ndarray
+    eq: np.ndarray | jax.Array  # static per row, or gathered into a working set
+    fric: np.ndarray | jax.Array
     elliptic: np.ndarray
     active: jax.Array
     cones: tuple
@@ -336,7 +336,7 @@ def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):
     """`_solve_rows` on the first `k` active rows, its forces and states put back on every row, and
     whether the world has more active rows than `k`."""
     act = d.efc_active
-    idx, valid, count = math.first_active(act, k)
+    idx, valid, rank = math.first_active(act, k)
     r = ctx.rows
     rows = _Rows(
         r.D[idx],
@@ -350,12 +350,11 @@ def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):
     )
     sub = _Ctx(ctx.M, ctx.J[idx], ctx.aref[idx], ctx.qfrc_smooth, ctx.qacc_smooth, rows)
     qacc, force, state, qfrc, niter = _solve_rows(m, d, sub, d.efc_state[idx])
-    rank = jnp.cumsum(act.astype(jnp.int32))  # an active row r sits in slot rank - 1
-    kept = act & (rank <= k)
+    kept = act & (rank <= k)  # an active row r sits in slot rank[r] - 1
     slot = jnp.clip(rank - 1, 0, k - 1)
     force = jnp.where(kept, force[slot], 0.0)
     state = jnp.where(kept, state[slot], SATISFIED)
-    return (qacc, force, state, qfrc, niter), count > k
+    return (qacc, force, state, qfrc, niter), rank[-1] > k
 
 
 def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):

@@ -65,10 +65,9 @@ def worker(args) -> None:
 
     if args.engine == "hurtle":
         step, model, data = setup_hurtle(args.models, args.batch, "full")
-        rollout = rollout_fn(step, args.nsteps, niter=lambda d: d.solver_niter)
     else:
         step, model, data = setup_mjx(args.models, args.batch, "full")
-        rollout = rollout_fn(step, args.nsteps)
+    rollout = rollout_fn(step, args.nsteps)
 
     t0 = time.perf_counter()
     traced = jax.jit(rollout).trace(model, data)

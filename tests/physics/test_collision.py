@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import functools
 import os
 
 import jax
@@ -71,7 +72,14 @@ def _matched(ours, ref):
     return worst
 
 
-_collide = jax.jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+@functools.cache
+def _collider(jit):
+    """Kinematics and collision, compiled with the test's `jax.jit` (tests/physics/conftest.py)."""
+    return jit(lambda m, d: hp.collision(m, hp.kinematics(m, d)))
+
+
+def _collide(m, d):
+    return _collider(jax.jit)(m, d)
 
 
 def _scene(xml: str):

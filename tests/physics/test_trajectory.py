@@ -26,9 +26,6 @@ def _rollout(m, d):
     return jax.lax.scan(body, d, None, length=NSTEPS)
 
 
-_ROLLOUT = jax.jit(_rollout)
-
-
 @pytest.mark.parametrize("integrator", ["EULER", "RK4", "IMPLICITFAST", "IMPLICIT"])
 @pytest.mark.parametrize("name", ["actuators.xml", "fluid.xml"])
 def test_trajectory_matches_mujoco(name, integrator):
@@ -38,7 +35,7 @@ def test_trajectory_matches_mujoco(name, integrator):
     mjd = P.random_state(mm, np.random.default_rng(7))
     mjd.qvel[:] *= 0.5
     d0 = hp.from_mjdata(model, mjd, mm)
-    dN, (xpos, qpos) = _ROLLOUT(model, d0)
+    dN, (xpos, qpos) = jax.jit(_rollout)(model, d0)  # one program per test: the caches are cleared between tests
     ref_xpos, ref_qpos = [], []
     for _ in range(NSTEPS):
         mujoco.mj_step(mm, mjd)

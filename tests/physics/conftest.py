@@ -4,7 +4,7 @@ at XLA's backend optimisation level 0.
 The physics tests are compile-bound and run their programs for a few steps: level 0 compiles them a
 quarter to a third faster (benchmarks/NOTES.md §31; the whole suite with it 1,802 -> 1,313 s). It is not
 the suite-wide XLA flag because it makes stepping several times slower, which the environment and training
-tests' long runs would pay. It changes the generated code's rounding (no fused multiply-adds), within
+tests' long runs would pay. It changes the generated code's rounding (fused multiply-adds, most likely), within
 every parity tolerance; a test whose result turns on a rounding-level tie (MuJoCo's quadrilateral search
 in multiccd) is marked `default_codegen` and compiles as users' programs do."""
 

@@ -1,8 +1,9 @@
-"""Physics throughput: hurtle vs MJX vs MuJoCo C on the same models, batch and random controls.
+"""Physics throughput: hurtle vs MJX vs MuJoCo C (and Brax) on the same models, batch and random controls.
 
     python benchmarks/physics.py                   # CPU, batch 256, the default models
     python benchmarks/physics.py --batch 8192      # on a GPU machine
     python benchmarks/physics.py --rounds 3        # medians of 3 alternating rounds (a drifting host)
+    bash benchmarks/brax_venv.sh && python benchmarks/physics.py --engines hurtle,mjx,brax --integrator euler
 
 For each model: compile + first call (s) and steady-state physics steps/s for hurtle and MJX
 (jit(vmap(step)) inside a lax.scan of --nsteps steps), and MuJoCo C's mujoco.batch.Batch on all
@@ -12,6 +13,15 @@ hung). The table, with the machine described, is appended to benchmarks/RESULTS.
 --mode full (the default) keeps contacts and every constraint on with each model's own solver settings
 (PGS models get Newton in every engine); `nocontact` and `smooth` turn contacts or all constraints off, in
 all three engines alike.
+
+Brax (`--engines ...,brax`) runs in a virtualenv of its own (Brax needs jax 0.9.x; `benchmarks/brax_venv.sh`
+makes `.brax/`, or name another interpreter with `--brax-python`). Its pipelines (`--brax-backend`: generalized,
+the default, positional or spring) load the same MJCF but integrate it with Brax's own physics, not MuJoCo's
+equations: the row compares speed on one model file, not answers. Brax integrates with Euler only and refuses
+RK4 models; `--integrator euler` gives every engine the model with Euler, so that all of them can run it. Its
+constraint solver runs `opt.iterations` iterations every step (MuJoCo's default 100 where a file sets none), where
+the others stop on their tolerance; `--iterations 4`, the count Brax's own environment files set, gives every
+engine that cap.
 """
 
 from __future__ import annotations
@@ -57,10 +67,17 @@ MODE_TEXT = {
 }
 
 
-def _mj_model(spec: str, mode: str = "smooth"):
+def _mj_model(spec: str, mode: str = "smooth", opt: dict | None = None):
+    """The model as every engine gets it: `mode`'s disable flags, Newton for PGS models, and `opt`'s
+    overrides: `integrator` ('euler', 'rk4', 'implicit', 'implicitfast') and `iterations` (the solver's cap)."""
     import mujoco
 
     mm = mujoco.MjModel.from_xml_path(_asset(spec))
+    opt = opt or {}
+    if opt.get("integrator"):
+        mm.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{opt['integrator'].upper()}")
+    if opt.get("iterations"):
+        mm.opt.iterations = opt["iterations"]
     if MODE[mode]:
         mm.opt.disableflags |= getattr(mujoco.mjtDisableBit, f"mjDSBL_{MODE[mode].upper()}")
     if mode == "smooth" or mm.opt.solver == mujoco.mjtSolver.mjSOL_PGS:
@@ -138,7 +155,14 @@ def _time_jax(step_fn, model, data, nsteps: int, repeats: int) -> dict:
     }
 
 
-def setup_hurtle(spec: str, batch: int, mode: str, nconmax: int | None = None, njmax: int | None = None):
+def setup_hurtle(
+    spec: str,
+    batch: int,
+    mode: str,
+    nconmax: int | None = None,
+    njmax: int | None = None,
+    opt: dict | None = None,
+):
     """hurtle's (step, model, batched data) for the model, with the benchmark's random controls
     (`nconmax`: hurtle's contact cap per condim, as MJCF's `<size nconmax>`; None keeps every slot;
     `njmax`: the solver's working set, None for hurtle's default, 0 for every row)."""
@@ -147,7 +171,7 @@ def setup_hurtle(spec: str, batch: int, mode: str, nconmax: int | None = None, n
 
     import hurtle.physics as hp
 
-    mm = _mj_model(spec, mode)
+    mm = _mj_model(spec, mode, opt)
     model = hp.from_mujoco(mm, source=spec, nconmax=nconmax, njmax=njmax)
     d = hp.make_data(model)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
@@ -155,13 +179,13 @@ def setup_hurtle(spec: str, batch: int, mode: str, nconmax: int | None = None, n
     return hp.step, model, data
 
 
-def setup_mjx(spec: str, batch: int, mode: str):
+def setup_mjx(spec: str, batch: int, mode: str, opt: dict | None = None):
     """MJX's (step, model, batched data) for the model, with the benchmark's random controls."""
     import jax
     import jax.numpy as jnp
     from mujoco import mjx
 
-    mm = _mj_model(spec, mode)
+    mm = _mj_model(spec, mode, opt)
     mx = mjx.put_model(mm)
     d = mjx.make_data(mx)
     ctrl = jnp.asarray(_controls(mm, batch), d.qpos.dtype)
@@ -170,11 +194,18 @@ def setup_mjx(spec: str, batch: int, mode: str):
 
 
 def bench_hurtle(
-    spec: str, batch: int, nsteps: int, repeats: int, mode: str, nconmax: int | None = None, njmax: int | None = None
+    spec: str,
+    batch: int,
+    nsteps: int,
+    repeats: int,
+    mode: str,
+    nconmax: int | None = None,
+    njmax: int | None = None,
+    opt: dict | None = None,
 ):
     import jax
 
-    step, model, data = setup_hurtle(spec, batch, mode, nconmax, njmax)
+    step, model, data = setup_hurtle(spec, batch, mode, nconmax, njmax, opt)
     # the timed program is the one MJX's worker times: nothing but the steps
     res = _time_jax(step, model, data, nsteps, repeats)
 
@@ -189,17 +220,51 @@ def bench_hurtle(
     return res
 
 
-def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
-    step, model, data = setup_mjx(spec, batch, mode)
+def bench_mjx(spec: str, batch: int, nsteps: int, repeats: int, mode: str, opt: dict | None = None):
+    step, model, data = setup_mjx(spec, batch, mode, opt)
     return _time_jax(step, model, data, nsteps, repeats)
 
 
-def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
+def bench_brax(
+    spec: str,
+    batch: int,
+    nsteps: int,
+    repeats: int,
+    mode: str,
+    opt: dict | None = None,
+    backend: str = "generalized",
+):
+    """Brax's pipeline `backend` on the model (`brax.io.mjcf.load_model`), in Brax's own virtualenv: the same
+    program as the JAX engines' (the system an argument, the state and held controls batched)."""
+    import importlib
+
+    import brax
+    import jax
+    import jax.numpy as jnp
+    from brax.io import mjcf
+
+    if MODE[mode]:
+        raise NotImplementedError(f"Brax's pipelines read no disable flags, so --mode {mode} cannot be matched")
+    mm = _mj_model(spec, mode, opt)
+    pipeline = importlib.import_module(f"brax.{backend}.pipeline")
+    system = mjcf.load_model(mm)
+    state = pipeline.init(system, jnp.asarray(mm.qpos0, jnp.float32), jnp.zeros(mm.nv, jnp.float32))
+    act = jnp.asarray(_controls(mm, batch), jnp.float32)
+    data = (jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state), act)
+
+    def step(system, d):
+        return pipeline.step(system, d[0], d[1]), d[1]
+
+    res = _time_jax(step, system, data, nsteps, repeats)
+    return {**res, "versions": f"brax {brax.__version__} ({backend}), jax {jax.__version__}"}
+
+
+def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int, mode: str, opt: dict | None = None):
     """MuJoCo C on all threads (mujoco.batch.Batch); compile time is the Batch's creation."""
     import mujoco
     from mujoco import batch as mjbatch
 
-    mm = _mj_model(spec, mode)
+    mm = _mj_model(spec, mode, opt)
     t0 = time.perf_counter()
     b = mjbatch.Batch(mm, batch, nthread=0)
     b.bind("ctrl")[...] = _controls(mm, batch)
@@ -224,14 +289,21 @@ def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int, mode: str):
     }
 
 
-ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx, "mujoco": bench_mujoco}
+ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx, "mujoco": bench_mujoco, "brax": bench_brax}
+BRAX_PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".brax", "bin", "python")
 
 
 def _run_isolated(engine: str, spec: str, args) -> dict:
-    """Run one engine on one model in a fresh process; returns its result or error."""
+    """Run one engine on one model in a fresh process; returns its result or error. Brax's worker runs in
+    Brax's virtualenv, given the model file's path (that environment has neither gymnasium nor dm_control)."""
+    python = sys.executable
+    if engine == "brax":
+        python, spec = args.brax_python, _asset(spec)
+        if not os.path.exists(python):
+            return {"error": f"no Brax interpreter at {python}: run benchmarks/brax_venv.sh or pass --brax-python"}
     cmd = [
-        sys.executable,
-        __file__,
+        python,
+        os.path.abspath(__file__),
         "--worker",
         engine,
         "--models",
@@ -251,6 +323,12 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
         cmd += ["--nconmax", str(args.nconmax)]
     if args.njmax is not None and engine == "hurtle":
         cmd += ["--njmax", str(args.njmax)]
+    if args.integrator:
+        cmd += ["--integrator", args.integrator]
+    if args.iterations:
+        cmd += ["--iterations", str(args.iterations)]
+    if engine == "brax":
+        cmd += ["--brax-backend", args.brax_backend]
     return run_worker(cmd, args.timeout, x64=args.dtype == "float64")
 
 
@@ -271,11 +349,12 @@ def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
 
 
 def combine_rounds(runs: list[dict]) -> dict:
-    """One engine's results over several rounds: the median of each number, or the first error."""
+    """One engine's results over several rounds: the median of each number (the first round's value of
+    any other entry), or the first error."""
     errors = [r for r in runs if "error" in r]
     if errors:
         return errors[0]
-    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    return {k: statistics.median(r[k] for r in runs) if isinstance(v, (int, float)) else v for k, v in runs[0].items()}
 
 
 def round_ratio(a: list[dict], b: list[dict], key: str) -> str:
@@ -339,6 +418,18 @@ def main(argv=None):
         default=None,
         help="hurtle only: the solver's working set in rows (0: every row; default: the model's)",
     )
+    p.add_argument(
+        "--integrator",
+        choices=["euler", "rk4", "implicit", "implicitfast"],
+        help="every engine's integrator (default: each model file's own; Brax runs Euler only)",
+    )
+    p.add_argument(
+        "--iterations",
+        type=int,
+        help="every engine's solver iteration cap (default: each file's; Brax runs exactly this many)",
+    )
+    p.add_argument("--brax-python", default=BRAX_PYTHON, help="the interpreter of Brax's virtualenv")
+    p.add_argument("--brax-backend", choices=["generalized", "positional", "spring"], default="generalized")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -347,6 +438,11 @@ def main(argv=None):
         extra = {"nconmax": args.nconmax} if args.nconmax else {}
         if args.njmax is not None:
             extra["njmax"] = args.njmax
+        opt = {"integrator": args.integrator, "iterations": args.iterations}
+        if any(opt.values()):
+            extra["opt"] = opt
+        if args.worker == "brax":
+            extra["backend"] = args.brax_backend
         res = ENGINES[args.worker](args.models, args.batch, args.nsteps, args.repeats, args.mode, **extra)
         print("RESULT " + json.dumps(res))
         return
@@ -375,14 +471,19 @@ def main(argv=None):
         if args.rounds > 1
         else ""
     )
+    integrator = f" Every engine integrates with {args.integrator} (`--integrator`)." if args.integrator else ""
+    if args.iterations:
+        integrator += f" Every engine's solver iterations capped at {args.iterations} (`--iterations`)."
+    brax = "brax" in engines
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: batch {args.batch}, {args.nsteps} steps per call, {args.dtype}",
-        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}{cap}{rounds}\n",
+        f"Machine: {_machine()}. {MODE_TEXT[args.mode]}{integrator}{cap}{rounds}\n",
         "| model | "
         + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
         + " | hurtle/mjx speed | hurtle/mjx compile + first call | hurtle/mjx compile alone | hurtle/mujoco speed"
-        " | solver iters hurtle / mujoco |",
-        "|---|" + "---|---|" * len(engines) + "---|---|---|---|---|",
+        + (" | hurtle/brax speed | hurtle/brax compile + first call" if brax else "")
+        + " | solver iters hurtle / mujoco |",
+        "|---|" + "---|---|" * len(engines) + "---|---|---|---|" + ("---|---|" if brax else "") + "---|",
     ]
     notes = []
     for spec, runs in rows:
@@ -396,6 +497,10 @@ def main(argv=None):
         hr, xr, cr = (runs.get(e, [{}] * args.rounds) for e in ("hurtle", "mjx", "mujoco"))
         cells += [round_ratio(hr, xr, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
         cells.append(round_ratio(hr, cr, "steps_per_s"))
+        if brax:
+            cells += [round_ratio(hr, runs["brax"], key) for key in ("steps_per_s", "compile_s")]
+            if "versions" in res["brax"]:
+                notes.append(f"- {spec} / brax: {res['brax']['versions']}, its own virtualenv")
         its = [
             f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—"
             for r in (res.get("hurtle"), res.get("mujoco"))

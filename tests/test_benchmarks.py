@@ -77,3 +77,23 @@ def test_hurtle_worker_with_a_contact_cap(tmp_path):
     )
     res = physics.bench_hurtle(str(model), 2, 3, 1, "full", nconmax=2)
     assert res["steps_per_s"] > 0 and res["ncon_dropped"] == 1.0 and res["solver_iters"] >= 1.0
+
+
+def test_brax_engine_plumbing(tmp_path):
+    """Brax runs in a virtualenv of its own: a missing one is named with the script that makes it; its
+    version note survives the rounds' medians; `--integrator` and `--iterations` reach the model every engine loads."""
+    import argparse
+
+    import mujoco
+    import physics
+
+    args = argparse.Namespace(brax_python=str(tmp_path / "none" / "python"))
+    err = physics._run_isolated("brax", "gym:half_cheetah", args)["error"]
+    assert "brax_venv.sh" in err and str(tmp_path) in err
+    runs = [{"steps_per_s": s, "versions": "brax 0.14.2 (generalized), jax 0.9.2"} for s in (1.0, 3.0)]
+    assert physics.combine_rounds(runs) == {"steps_per_s": 2.0, "versions": runs[0]["versions"]}
+    model = tmp_path / "ball.xml"
+    model.write_text(BALL.replace("<worldbody>", '<option integrator="RK4"/><worldbody>'))
+    assert physics._mj_model(str(model), "full").opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
+    opt = physics._mj_model(str(model), "full", {"integrator": "euler", "iterations": 4}).opt
+    assert opt.integrator == mujoco.mjtIntegrator.mjINT_EULER and opt.iterations == 4

@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -68,11 +69,17 @@ MODE_TEXT = {
 
 
 def _mj_model(spec: str, mode: str = "smooth", opt: dict | None = None):
-    """The model as every engine gets it: `mode`'s disable flags, Newton for PGS models, and `opt`'s
-    overrides: `integrator` ('euler', 'rk4', 'implicit', 'implicitfast') and `iterations` (the solver's cap)."""
+    """The model as every engine gets it (`_configure`)."""
     import mujoco
 
-    mm = mujoco.MjModel.from_xml_path(_asset(spec))
+    return _configure(mujoco.MjModel.from_xml_path(_asset(spec)), mode, opt)
+
+
+def _configure(mm, mode: str, opt: dict | None):
+    """`mode`'s disable flags, Newton for PGS models, and `opt`'s overrides: `integrator` ('euler', 'rk4',
+    'implicit', 'implicitfast') and `iterations` (the solver's cap)."""
+    import mujoco
+
     opt = opt or {}
     if opt.get("integrator"):
         mm.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{opt['integrator'].upper()}")
@@ -245,7 +252,8 @@ def bench_brax(
 
     if MODE[mode]:
         raise NotImplementedError(f"Brax's pipelines read no disable flags, so --mode {mode} cannot be matched")
-    mm = _mj_model(spec, mode, opt)
+    # Brax's own loading: bodies without joints fused into their parents (its pipelines need a joint per body)
+    mm = _configure(mjcf.load_mjmodel(_asset(spec)), mode, opt)
     pipeline = importlib.import_module(f"brax.{backend}.pipeline")
     system = mjcf.load_model(mm)
     state = pipeline.init(system, jnp.asarray(mm.qpos0, jnp.float32), jnp.zeros(mm.nv, jnp.float32))
@@ -344,7 +352,10 @@ def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     print("worker failed: " + " ".join(cmd[3:]), *(out.stderr or "").splitlines()[-25:], sep="\n", file=sys.stderr)
-    tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or ["no output"]
+    lines = (out.stderr or out.stdout).strip().splitlines()
+    # the exception's own line, not the last of a message that runs over several (or of jax's traceback note)
+    raised = [ln for ln in lines if re.match(r"[\w.]*(Error|Exception)\b", ln)]
+    tail = raised[-1:] or lines[-1:] or ["no output"]
     return {"error": tail[0][:160]}
 
 

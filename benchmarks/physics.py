@@ -241,8 +241,9 @@ def bench_brax(
     opt: dict | None = None,
     backend: str = "generalized",
 ):
-    """Brax's pipeline `backend` on the model (`brax.io.mjcf.load_model`), in Brax's own virtualenv: the same
-    program as the JAX engines' (the system an argument, the state and held controls batched)."""
+    """Brax's pipeline `backend` on the model as Brax loads it (`brax.io.mjcf.load_mjmodel`, then `load_model`),
+    in Brax's own virtualenv: the same program as the JAX engines' (the system an argument, the state and held
+    controls batched)."""
     import importlib
 
     import brax

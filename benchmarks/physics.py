@@ -200,19 +200,11 @@ def setup_mjx(spec: str, batch: int, mode: str, opt: dict | None = None):
     return mjx.step, mx, data
 
 
-def bench_hurtle(
-    spec: str,
-    batch: int,
-    nsteps: int,
-    repeats: int,
-    mode: str,
-    nconmax: int | None = None,
-    njmax: int | None = None,
-    opt: dict | None = None,
-):
+def bench_hurtle(spec: str, batch: int, nsteps: int, repeats: int, mode: str, **setup):
+    """hurtle's timings and solver iterations; `setup`: `setup_hurtle`'s keywords (nconmax, njmax, opt)."""
     import jax
 
-    step, model, data = setup_hurtle(spec, batch, mode, nconmax, njmax, opt)
+    step, model, data = setup_hurtle(spec, batch, mode, **setup)
     # the timed program is the one MJX's worker times: nothing but the steps
     res = _time_jax(step, model, data, nsteps, repeats)
 
@@ -221,7 +213,7 @@ def bench_hurtle(
         return float(jax.jit(rollout_fn(step, nsteps, count))(model, data)[1])
 
     res["solver_iters"] = per_step(lambda d: d.solver_niter)  # as MuJoCo's count below
-    if nconmax:
+    if setup.get("nconmax"):
         # contacts the cap dropped per world and step (0: it changed nothing)
         res["ncon_dropped"] = per_step(lambda d: d.ncon_dropped)
     return res
@@ -445,6 +437,8 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.iterations is not None and args.iterations < 1:
+        p.error(f"--iterations must be at least 1, not {args.iterations}")
 
     if args.worker:
         extra = {"nconmax": args.nconmax} if args.nconmax else {}

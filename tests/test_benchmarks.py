@@ -81,7 +81,8 @@ def test_hurtle_worker_with_a_contact_cap(tmp_path):
 
 def test_brax_engine_plumbing(tmp_path):
     """Brax runs in a virtualenv of its own: a missing one is named with the script that makes it; its
-    version note survives the rounds' medians; `--integrator` and `--iterations` reach the model every engine loads."""
+    version note survives the rounds' medians; `--integrator` and `--iterations` reach the model every
+    engine loads."""
     import argparse
 
     import mujoco

@@ -6,7 +6,8 @@ quarter to a half faster (benchmarks/NOTES.md §31: test_collision_mesh's mesh p
 CI run 1,767 -> 1,526 s). It is not the suite-wide XLA flag because it makes stepping slower (the
 environments' 1,000-step rollouts 1.6-2.4x), which the environment and training tests' long runs would pay.
 It changes the generated code's rounding (fused multiply-adds, most likely), within every parity tolerance;
-a test whose result turns on a rounding-level tie (MuJoCo's quadrilateral search in multiccd) is marked `default_codegen` and compiles as users' programs do."""
+a test whose result turns on a rounding-level tie (MuJoCo's quadrilateral search in multiccd)
+is marked `default_codegen` and compiles as users' programs do."""
 
 import functools
 import subprocess

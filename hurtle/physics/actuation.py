@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import math, tracing
 from hurtle.physics.types import (
     BIAS_AFFINE,
     DYN_FILTER,
@@ -27,6 +27,7 @@ from hurtle.physics.types import (
 _DSBL = mujoco.mjtDisableBit
 
 
+@tracing.inline_numpy
 def transmission(m: Model, d: Data) -> Data:
     """`actuator_length` and the dense moment matrix `actuator_moment` (nu x nv) (mj_transmission)."""
     with jax.named_scope("transmission"):
@@ -98,6 +99,7 @@ def next_activation(m: Model, d: Data, act_dot: jax.Array) -> jax.Array:
     return d.act.at[adr].set(act)
 
 
+@tracing.inline_numpy
 def actuation(m: Model, d: Data) -> Data:
     """Activation dynamics, actuator forces and `qfrc_actuator` (mj_fwdActuation)."""
     with jax.named_scope("actuation"):

@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hurtle.physics import tracing
+
 MINVAL = 1e-15
 MINVAL2 = MINVAL * MINVAL
 MAXVAL2 = 1e20
@@ -211,12 +213,12 @@ def _loop(iterations: int, body, s, fixed: bool):
     fixed=False, until s["done"] (a `while_loop`; batched, until every lane is done). A done state is a
     fixed point of every body here, so both give the same result."""
     if fixed:
-        return jax.lax.fori_loop(0, iterations, body, s)
+        return tracing.fori_loop(0, iterations, body, s)
 
     def cond(c):
         return (c[0] < iterations) & ~c[1]["done"]
 
-    return jax.lax.while_loop(cond, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.zeros((), jnp.int32), s))[1]
+    return tracing.while_loop(cond, lambda c: (c[0] + 1, body(c[0], c[1])), (jnp.zeros((), jnp.int32), s))[1]
 
 
 def _tuned(w, n, xk, xn, discrete):

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import collision_convex, hfield, math, mesh
+from hurtle.physics import collision_convex, hfield, math, mesh, tracing
 from hurtle.physics.dataclass import pytree_dataclass, static_field
 from hurtle.physics.types import Data, Model
 
@@ -549,6 +549,7 @@ def slot_geoms(m: Model) -> tuple[np.ndarray, np.ndarray] | None:
     return g1, g2
 
 
+@tracing.inline_numpy
 def collision(m: Model, d: Data) -> Data:
     """Contacts of every candidate pair: geometry, frame and mixed parameters (mj_collision).
 

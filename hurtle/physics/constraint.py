@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import inertia, math
+from hurtle.physics import inertia, math, tracing
 from hurtle.physics.collision import slot_geoms
 from hurtle.physics.dataclass import pytree_dataclass, static_field
 from hurtle.physics.types import JNT_BALL, Data, Model
@@ -249,6 +249,7 @@ def _equality_rows(m: Model, d: Data):
     return out
 
 
+@tracing.inline_numpy
 def make_constraint(m: Model, d: Data) -> Data:
     """Constraint Jacobian, positions, margins, regularisers and impedances (mj_makeConstraint)."""
     lay = m.efc
@@ -608,6 +609,7 @@ def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.A
     return R, K, B, imp
 
 
+@tracing.inline_numpy
 def reference_constraint(m: Model, d: Data) -> Data:
     """Constraint velocities and reference accelerations aref = -B v - K imp (pos - margin)."""
     if m.efc.nefc == 0:
@@ -657,6 +659,7 @@ def _jdot_v(m: Model, d: Data) -> jax.Array:
     return out
 
 
+@tracing.inline_numpy
 def contact_forces(m: Model, d: Data) -> jax.Array:
     """Contact forces (ncon_max, 6) in each contact frame: normal, 2 tangents, torsion, 2 rolling
     (mj_contactForce; zero for inactive contacts; pyramid edge forces decoded)."""
@@ -681,6 +684,7 @@ def contact_forces(m: Model, d: Data) -> jax.Array:
     return out
 
 
+@tracing.inline_numpy
 def rne_post_constraint(m: Model, d: Data) -> Data:
     """Body accelerations `cacc`, interaction forces `cfrc_int` and external forces `cfrc_ext`
     (applied, contact and connect/weld forces) after the constraint solve (mj_rnePostConstraint)."""

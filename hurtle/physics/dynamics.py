@@ -11,12 +11,13 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import math, tracing
 from hurtle.physics.types import JNT_BALL, JNT_FREE, Data, Model
 
 _DSBL = mujoco.mjtDisableBit
 
 
+@tracing.inline_numpy
 def com_vel(m: Model, d: Data) -> Data:
     """Spatial body velocities `cvel` and dof derivatives `cdof_dot` (mj_comVel)."""
     with jax.named_scope("com_vel"):
@@ -42,6 +43,7 @@ def _subtree_force(m: Model, d: Data, cfrc: jax.Array) -> jax.Array:
     return jnp.sum(d.cdof * per_dof, -1)
 
 
+@tracing.inline_numpy
 def rne(m: Model, d: Data) -> Data:
     """Bias forces `qfrc_bias` (Coriolis, centrifugal, gravity): RNE with zero acceleration."""
     with jax.named_scope("rne"):
@@ -67,6 +69,7 @@ def apply_ft(m: Model, d: Data, force: jax.Array, torque: jax.Array, point: jax.
     return _subtree_force(m, d, cfrc)
 
 
+@tracing.inline_numpy
 def passive(m: Model, d: Data) -> Data:
     """Springs, dampers, gravity compensation and fluid forces (mj_passive)."""
     with jax.named_scope("passive"):

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import dynamics, inertia, linalg, math, solver
+from hurtle.physics import dynamics, inertia, linalg, math, solver, tracing
 from hurtle.physics.actuation import actuation, actuator_velocity, next_activation, transmission
 from hurtle.physics.collision import collision
 from hurtle.physics.constraint import make_constraint, reference_constraint
@@ -79,6 +79,7 @@ def fwd_constraint(m: Model, d: Data) -> Data:
     return solver.solve(m, d)
 
 
+@tracing.inline_numpy
 def energy(m: Model, d: Data) -> jax.Array:
     """Potential and kinetic energy (mj_energyPos, mj_energyVel)."""
     pot = jnp.zeros((), d.qpos.dtype)
@@ -111,6 +112,7 @@ def energy(m: Model, d: Data) -> jax.Array:
     return jnp.stack([pot, kin])
 
 
+@tracing.inline_numpy
 def forward(m: Model, d: Data) -> Data:
     """Forward dynamics: every quantity of `d` that depends on its state, and `qacc` (mj_forward)."""
     d = fwd_position(m, d)
@@ -125,6 +127,7 @@ def forward(m: Model, d: Data) -> Data:
     return d
 
 
+@tracing.inline_numpy
 def integrate_pos(m: Model, qpos: jax.Array, qvel: jax.Array, dt: jax.Array) -> jax.Array:
     """Advance positions by velocity `qvel` over `dt`, quaternions on their manifold (mj_integratePos).
     Every joint's new coordinates are one piece of one concatenation (no scatter per joint type)."""
@@ -166,6 +169,7 @@ def _advance(m: Model, d: Data, act_dot: jax.Array, qacc: jax.Array, qvel: jax.A
     return d.replace(act=act, qvel=new_qvel, qpos=qpos, time=d.time + dt, qacc_warmstart=d.qacc)
 
 
+@tracing.inline_numpy
 def euler(m: Model, d: Data) -> Data:
     """Semi-implicit Euler, with joint damping integrated implicitly (mj_Euler)."""
     with jax.named_scope("euler"):
@@ -207,6 +211,7 @@ def dexp_inv(theta: jax.Array, omega: jax.Array) -> jax.Array:
     return omega + 0.5 * tw + c * math.cross(theta, tw)
 
 
+@tracing.inline_numpy
 def rk4(m: Model, d: Data) -> Data:
     """4th-order Runge-Kutta on (qpos, qvel, act) of a state `forward` has been run on (mj_RungeKutta, N=4).
 
@@ -266,7 +271,7 @@ def _rk4(m: Model, d: Data, first_forward: bool) -> Data:
             return carry, None
 
         steps = (jnp.arange(n - len(rows), n), a, c)
-        (d, rates, accs, adots), _ = jax.lax.scan(stage, (d, rates, accs, adots), steps)
+        (d, rates, accs, adots), _ = tracing.scan(stage, (d, rates, accs, adots), steps)
         rates, accs, adots = list(rates), list(accs), list(adots)
         dv = sum(b * v for b, v in zip(_RK4_B, rates))
         da = sum(b * x for b, x in zip(_RK4_B, accs))
@@ -325,6 +330,7 @@ def _bias_deriv(m: Model, d: Data, tangents: jax.Array) -> jax.Array:
     return jax.vmap(lambda t: jax.jvp(bias_of, (d.qvel,), (t,))[1])(tangents)
 
 
+@tracing.inline_numpy
 def implicit(m: Model, d: Data) -> Data:
     """Implicit-in-velocity integration: `implicitfast` (symmetric, no Coriolis derivative, as MuJoCo
     except for standalone free bodies) or `implicit` (full derivative, dense LU)."""
@@ -374,6 +380,7 @@ def _free_body_solve(m: Model, d: Data, qderiv, qfrc, qacc, free) -> jax.Array:
     return qacc.at[idx].set(x)
 
 
+@tracing.inline_numpy
 def step(m: Model, d: Data) -> Data:
     """Advance the simulation by one timestep: `forward`, then the model's integrator (mj_step)."""
     integ = m.opt.integrator

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import ccd, collision_convex, math
+from hurtle.physics import ccd, collision_convex, math, tracing
 
 HFIELD, SPHERE, CAPSULE, BOX, MESH = 1, 2, 3, 6, 7
 CORES = (SPHERE, CAPSULE)
@@ -218,7 +218,7 @@ def _on_candidates(fn, prisms, candidate):
         out = jax.vmap(fn)(prisms[sel])
         return b + 1, jax.tree.map(lambda a, o: a.at[dest].set(o, mode="drop"), acc, out)
 
-    return jax.lax.while_loop(lambda c: c[0] * k < count, body, (jnp.zeros((), jnp.int32), acc))[1]
+    return tracing.while_loop(lambda c: c[0] * k < count, body, (jnp.zeros((), jnp.int32), acc))[1]
 
 
 def make_hfield(t2: int):

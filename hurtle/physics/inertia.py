@@ -12,10 +12,11 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import linalg, math
+from hurtle.physics import linalg, math, tracing
 from hurtle.physics.types import INT_EULER, Data, Model
 
 
+@tracing.inline_numpy
 def crb(m: Model, d: Data) -> Data:
     """Composite inertias and the mass matrix `qM`, with dof and tendon armature (mj_makeM)."""
     with jax.named_scope("crb"):
@@ -54,6 +55,7 @@ def damped_inertia(m: Model, d: Data) -> jax.Array:
     return d.qM + math.diag_embed(m.opt.timestep * m.dof_damping)
 
 
+@tracing.inline_numpy
 def factor_m(m: Model, d: Data) -> Data:
     """L'DL factorisation of `qM` into `qLD` (L below the diagonal, D on it) and `qLDiagInv`; for a
     damped Euler model also that of qM + h diag(dof_damping) into `qH`, `qHDiagInv`. Both depend
@@ -97,6 +99,7 @@ def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     return x[:, 0] if vec else x
 
 
+@tracing.inline_numpy
 def solve_m(m: Model, d: Data, b: jax.Array) -> jax.Array:
     """x = M^-1 b with the factorisation in `d` (mj_solveM)."""
     return solve(m, d.qLD, d.qLDiagInv, b)

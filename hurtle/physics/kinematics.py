@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import math, tracing
 from hurtle.physics.types import JNT_BALL, JNT_FREE, JNT_HINGE, JNT_SLIDE, Data, Model
 
 
@@ -43,6 +43,7 @@ def _joint_transforms(m: Model, d: Data):
     return quat, rot, jnp.where(valid[..., None], shift, 0.0), pos, axis
 
 
+@tracing.inline_numpy
 def kinematics(m: Model, d: Data) -> Data:
     """Global frames of bodies, joints (anchor, axis), inertias, geoms and sites (mj_kinematics).
 
@@ -92,7 +93,7 @@ def kinematics(m: Model, d: Data) -> Data:
             xmat = jnp.where(mask[:, None, None], math.mat_mul(xm_par, r), xmat)
             return (xpos, xquat, xmat), None
 
-        (xpos, xquat, xmat), _ = jax.lax.scan(place, (xpos, xquat, xmat), t.level_mask)
+        (xpos, xquat, xmat), _ = tracing.scan(place, (xpos, xquat, xmat), t.level_mask)
 
         # joint anchors and axes: the body's pose before the joint, in its parent's world frame
         if nslot:
@@ -162,6 +163,7 @@ def _same_frames(frames, wpos, wmat, body, sameframe):
     return wpos, wmat
 
 
+@tracing.inline_numpy
 def com_pos(m: Model, d: Data) -> Data:
     """Subtree centres of mass, com-based inertias `cinert` and motion dofs `cdof` (mj_comPos)."""
     with jax.named_scope("com_pos"):

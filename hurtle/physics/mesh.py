@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import math, tracing
 
 HILLCLIMB_MIN = 10  # MuJoCo walks the hull graph only for meshes with at least this many vertices
 PLANE_MESH_CONTACTS = 4  # mjc_PlaneConvex: the deepest vertex and up to three of a polygon at it
@@ -127,7 +127,7 @@ def _climb(mesh: dict, local):
         better = nd[j] > dots[i]
         return jnp.where(better, row[j], i), better
 
-    i, _ = jax.lax.while_loop(cond, body, (mesh["start"], jnp.ones((), bool)))
+    i, _ = tracing.while_loop(cond, body, (mesh["start"], jnp.ones((), bool)))
     return i
 
 
@@ -164,7 +164,7 @@ def _hull4(pts, npts, a):
         )
 
     init = dict(b=b, c=c, d=d, m=area(b, c, d), phase=jnp.zeros((), jnp.int32), go=npts > 4)
-    s = jax.lax.while_loop(cond, body, init)
+    s = tracing.while_loop(cond, body, init)
     return jnp.stack([a, s["b"], s["c"], s["d"]]), jnp.minimum(npts, 4)
 
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import math, tracing
 
 CAPSULE, CYLINDER, BOX, MESH = 3, 5, 6, 7
 FACE_TOL = 0.996  # faces face each other when their normals' dot product is below -FACE_TOL
@@ -247,7 +247,7 @@ def _clip(clipper, nclip, subject, nsub, n, wdir, margin):
         return (jnp.where(skip, poly, new), jnp.where(skip, npoly, nnew)), None
 
     start = (poly, jnp.asarray(nsub, jnp.int32))
-    (poly, npoly), _ = jax.lax.scan(plane, start, jnp.arange(k, dtype=jnp.int32))
+    (poly, npoly), _ = tracing.scan(plane, start, jnp.arange(k, dtype=jnp.int32))
     near = (ar < npoly) & (math.dot(poly - clipper[0], n) <= margin)
     poly, npoly = _compact(poly, near, cap)
 
@@ -328,7 +328,7 @@ def _polygon_quad(poly, npoly):
         )
         return k + 1, new
 
-    _, s = jax.lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), init))
+    _, s = tracing.while_loop(cond, body, (jnp.zeros((), jnp.int32), init))
     return s["res"]
 
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import inertia, linalg, math
+from hurtle.physics import inertia, linalg, math, tracing
 from hurtle.physics.constraint import (
     CONE,
     CONTACT_ELLIPTIC,
@@ -266,9 +266,9 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=Fals
         jnp.zeros((), bool),
     )
     if fixed:
-        carry = jax.lax.fori_loop(0, LS_FIXED_STEPS + 1, lambda _, c: step(c), init)
+        carry = tracing.fori_loop(0, LS_FIXED_STEPS + 1, lambda _, c: step(c), init)
     else:
-        carry = jax.lax.while_loop(lambda c: ~c[3] & (c[4] <= max_iter), step, init)
+        carry = tracing.while_loop(lambda c: ~c[3] & (c[4] <= max_iter), step, init)
     return carry[0], carry[4] - 1
 
 
@@ -301,6 +301,7 @@ class _State(NamedTuple):
     done: jax.Array
 
 
+@tracing.inline_numpy
 def solve(m: Model, d: Data) -> Data:
     """Constrained acceleration `qacc`, `efc_force`, `efc_state`, `qfrc_constraint`, `solver_niter`.
 
@@ -327,7 +328,7 @@ def solve(m: Model, d: Data) -> Data:
                 dd, _ = jax.lax.optimization_barrier((d, c))
                 return (jnp.zeros((), bool), *_solve_rows(m, dd, _context(m, dd), dd.efc_state))
 
-            out = jax.lax.while_loop(lambda c: c[0], every_row, (overflow, *out))[1:]
+            out = tracing.while_loop(lambda c: c[0], every_row, (overflow, *out))[1:]
         qacc, force, state, qfrc, niter = out
         return d.replace(qacc=qacc, efc_force=force, efc_state=state, qfrc_constraint=qfrc, solver_niter=niter)
 
@@ -446,9 +447,9 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         return jax.tree.map(lambda a, b: jnp.where(s.done, a, b), s, new)
 
     if fixed:
-        final = jax.lax.fori_loop(0, m.opt.iterations + 1, lambda _, s: iterate(s), init)
+        final = tracing.fori_loop(0, m.opt.iterations + 1, lambda _, s: iterate(s), init)
     else:
-        final = jax.lax.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
+        final = tracing.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
     # the last iterate's rows: forces and states at the returned qacc
     return final.qacc, final.force, final.state, math.matmul(ctx.J.T, final.force), final.it
 

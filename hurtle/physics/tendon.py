@@ -6,10 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hurtle.physics import math
+from hurtle.physics import math, tracing
 from hurtle.physics.types import Data, Model
 
 
+@tracing.inline_numpy
 def tendon(m: Model, d: Data) -> Data:
     """Lengths and Jacobians of fixed tendons: linear combinations of joint positions (mj_tendon)."""
     with jax.named_scope("tendon"):

@@ -140,7 +140,7 @@ def actuation(m: Model, d: Data) -> Data:
         frng = m.actuator_forcerange
         force = jnp.where(m.actuator_forcelimited, jnp.clip(force, frng[:, 0], frng[:, 1]), force)
 
-        qfrc = math.matmul(d.actuator_moment.T, force)
+        qfrc = math.matmul(force, d.actuator_moment)
         if np.any(m.jnt_actgravcomp):
             qfrc = qfrc + jnp.where(m.jnt_actgravcomp[m.dof_jntid], d.qfrc_gravcomp, 0.0)
         if np.any(m.jnt_actfrclimited):

@@ -565,8 +565,8 @@ def collision(m: Model, d: Data) -> Data:
         g2 = np.concatenate([g.geom2 for g in groups])
         ipair = np.concatenate([g.ipair for g in groups])
         solref, srf, solimp, friction, margin, gap = _params(m, g1, g2, ipair)
-        pos1, mat1, size1 = d.geom_xpos[g1], d.geom_xmat[g1], _shared_sizes(m, g1)
-        pos2, mat2, size2 = d.geom_xpos[g2], d.geom_xmat[g2], m.geom_size[g2]
+        pos1, mat1, size1 = math.take(d.geom_xpos, g1), math.take(d.geom_xmat, g1), _shared_sizes(m, g1)
+        pos2, mat2, size2 = math.take(d.geom_xpos, g2), math.take(d.geom_xmat, g2), m.geom_size[g2]
         outs, start, pair_of_slot = [], 0, []
         multiccd = not m.disabled(_DSBL.mjDSBL_MULTICCD)
         for g in groups:

@@ -26,7 +26,7 @@ def com_vel(m: Model, d: Data) -> Data:
         if m.nv == 0:
             return d.replace(cvel=jnp.zeros((m.nbody, 6), dt))
         motion = d.cdof * d.qvel[:, None]  # (nv, 6)
-        cvel = math.matmul(t.body_dof_anc.astype(dt), motion)
+        cvel = math.const_matmul(t.body_dof_anc, motion)
         before = math.matmul(t.dof_prefix.astype(dt), motion)  # velocity each dof is added to
         cdof_dot = math.cross_motion(before, d.cdof)
         # a free joint's translation is constant in the world frame

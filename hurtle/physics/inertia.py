@@ -80,7 +80,7 @@ def factor(m: Model, mat: jax.Array) -> tuple[jax.Array, jax.Array]:
     they are masked with the tree's ancestry all the same.
     """
     n = mat.shape[-1]
-    u = linalg.cholesky(mat[::-1, ::-1])[::-1, ::-1]
+    u = linalg.cholesky_symmetric(mat[::-1, ::-1])[::-1, ::-1]
     du = math.diagonal(u)
     lower = (u / du[None, :]).T  # L[i, j] = U[j, i] / U[i, i]
     anc = m.tree.dof_anc & ~np.eye(n, dtype=bool)  # strict ancestors
@@ -92,10 +92,13 @@ def solve(m: Model, ld: jax.Array, dinv: jax.Array, b: jax.Array) -> jax.Array:
     """Solve (L'DL) x = b for `b` of shape (nv,) or (nv, k): two unit triangular solves (mj_solveM)."""
     vec = b.ndim == 1
     x = b[:, None] if vec else b
-    # unit lower-triangular solves read only LD's strict lower triangle, L (D on the diagonal is not read)
+    # unit triangular solves with L' (upper), which read only LD's strict lower triangle, L (D on the
+    # diagonal is not read); LD' as a row-major array is the column-major operand LAPACK takes, so LD
+    # stays row-major (LD itself would be made column-major, and `qLD` with it)
     tri = linalg.triangular_solve
-    x = tri(ld, x, left_side=True, lower=True, transpose_a=True, unit_diagonal=True)  # L' y = b
-    x = tri(ld, x * dinv[:, None], left_side=True, lower=True, unit_diagonal=True)  # L x = y / D
+    lt = jnp.swapaxes(ld, -1, -2)
+    x = tri(lt, x, left_side=True, lower=False, unit_diagonal=True)  # L' y = b
+    x = tri(lt, x * dinv[:, None], left_side=True, lower=False, transpose_a=True, unit_diagonal=True)  # L x = y / D
     return x[:, 0] if vec else x
 
 

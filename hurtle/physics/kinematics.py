@@ -87,9 +87,9 @@ def kinematics(m: Model, d: Data) -> Data:
 
         def place(frame, mask):
             xpos, xquat, xmat = frame
-            xm_par = xmat[par]
-            xpos = jnp.where(mask[:, None], xpos[par] + math.matvec(xm_par, p), xpos)
-            xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(xquat[par], q)), xquat)
+            xm_par = math.take(xmat, par)
+            xpos = jnp.where(mask[:, None], math.take(xpos, par) + math.matvec(xm_par, p), xpos)
+            xquat = jnp.where(mask[:, None], math.quat_normalize(math.quat_mul(math.take(xquat, par), q)), xquat)
             xmat = jnp.where(mask[:, None, None], math.mat_mul(xm_par, r), xmat)
             return (xpos, xquat, xmat), None
 
@@ -100,11 +100,11 @@ def kinematics(m: Model, d: Data) -> Data:
             bp, br = jnp.concatenate(before_p), jnp.concatenate(before_r)
             par = np.tile(m.body_parentid, nslot)
             jpos, jaxis = jpos.reshape(-1, 3), jaxis.reshape(-1, 3)
-            xm_par = xmat[par]
+            xm_par = math.take(xmat, par)
             wm = math.mat_mul(xm_par, br)
-            wanchor = xpos[par] + math.matvec(xm_par, bp) + math.matvec(wm, jpos)
+            wanchor = math.take(xpos, par) + math.matvec(xm_par, bp) + math.matvec(wm, jpos)
             waxis = math.matvec(wm, jaxis)
-            xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
+            xanchor, xaxis = math.take(wanchor, t.jnt_slot_flat), math.take(waxis, t.jnt_slot_flat)
         else:
             xanchor = jnp.zeros((m.njnt, 3), dtype)
             xaxis = jnp.zeros((m.njnt, 3), dtype)
@@ -118,8 +118,9 @@ def kinematics(m: Model, d: Data) -> Data:
         nb, ng = m.nbody, m.ngeom
         body = np.concatenate([np.arange(nb), m.geom_bodyid, m.site_bodyid]).astype(np.int32)
         local = math.quat_to_mat(jnp.concatenate([m.body_iquat, m.geom_quat, m.site_quat]))
-        wpos = xpos[body] + math.matvec(xmat[body], jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
-        wmat = math.mat_mul(xmat[body], local)
+        xm_body = math.take(xmat, body)
+        wpos = math.take(xpos, body) + math.matvec(xm_body, jnp.concatenate([m.body_ipos, m.geom_pos, m.site_pos]))
+        wmat = math.mat_mul(xm_body, local)
         frames = (xpos, xquat, xmat, None, None)
         xipos, ximat = _same_frames(frames, wpos[:nb], wmat[:nb], np.arange(nb), m.body_sameframe)
         # the world body's inertial frame stays at the origin, as in MuJoCo
@@ -155,11 +156,11 @@ def _same_frames(frames, wpos, wmat, body, sameframe):
     if len(body) == 0:
         return jnp.zeros((0, 3), xpos.dtype), jnp.zeros((0, 3, 3), xpos.dtype)
     sf = sameframe
-    wpos = jnp.where((sf == _SAME_BODY)[:, None], xpos[body], wpos)
-    wmat = jnp.where(np.isin(sf, (_SAME_BODY, _SAME_BODYROT))[:, None, None], xmat[body], wmat)
+    wpos = jnp.where((sf == _SAME_BODY)[:, None], math.take(xpos, body), wpos)
+    wmat = jnp.where(np.isin(sf, (_SAME_BODY, _SAME_BODYROT))[:, None, None], math.take(xmat, body), wmat)
     if xipos is not None:
-        wpos = jnp.where((sf == _SAME_INERTIA)[:, None], xipos[body], wpos)
-        wmat = jnp.where(np.isin(sf, (_SAME_INERTIA, _SAME_INERTIAROT))[:, None, None], ximat[body], wmat)
+        wpos = jnp.where((sf == _SAME_INERTIA)[:, None], math.take(xipos, body), wpos)
+        wmat = jnp.where(np.isin(sf, (_SAME_INERTIA, _SAME_INERTIAROT))[:, None, None], math.take(ximat, body), wmat)
     return wpos, wmat
 
 
@@ -176,7 +177,7 @@ def com_pos(m: Model, d: Data) -> Data:
         subtree_com = jnp.where(ok[:, None], sub_mom / jnp.where(ok, sub_mass, 1.0)[:, None], d.xipos)
 
         # cinert: body inertia rotated to world axes, about the subtree com of its tree's root
-        dif = d.xipos - subtree_com[m.body_rootid]
+        dif = d.xipos - math.take(subtree_com, m.body_rootid)
         rot = math.einsum("bij,bj,bkj->bik", d.ximat, m.body_inertia, d.ximat)
         md = mass[:, None] * dif
         dx, dy, dz = dif[:, 0], dif[:, 1], dif[:, 2]
@@ -209,8 +210,8 @@ def _cdof(m: Model, d: Data, subtree_com: jax.Array) -> jax.Array:
     if m.nv == 0:
         return jnp.zeros((0, 6), d.qpos.dtype)
     jnt = m.dof_jntid
-    offset = subtree_com[t.dof_rootid] - d.xanchor[jnt]
-    axis = d.xaxis[jnt]
+    offset = math.take(subtree_com, t.dof_rootid) - math.take(d.xanchor, jnt)
+    axis = math.take(d.xaxis, jnt)
     col = t.dof_axis_col
     if np.any(t.dof_ballrot):
         body_axis = d.xmat[m.dof_bodyid, :, col]

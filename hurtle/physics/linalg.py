@@ -102,6 +102,13 @@ def _cholesky_jvp(g, L, a):
 ad.defjvp2(_cholesky_p, _cholesky_jvp)
 
 
+def cholesky_symmetric(a: jax.Array) -> jax.Array:
+    """`cholesky` of a symmetric `a`, read in its upper triangle: the factorisation of a' (the same matrix).
+    As a row-major array a' is the column-major operand LAPACK takes, so XLA hands `a` over as it is,
+    where `cholesky(a)` makes it (and whatever `a` is summed from) column-major, with layout copies."""
+    return cholesky(_swap(a))
+
+
 def cho_solve(c: jax.Array, b: jax.Array) -> jax.Array:
     """x with (c c') x = b, for the lower Cholesky factor `c` and `b` of shape (n,) or (n, k): two
     triangular solves (`jax.scipy.linalg.cho_solve` with lower=True)."""

@@ -382,7 +382,7 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
 
     def precondition(grad, hess):
         if newton:
-            return linalg.cho_solve(linalg.cholesky(hessian(ctx, hess)), grad)
+            return linalg.cho_solve(linalg.cholesky_symmetric(hessian(ctx, hess)), grad)
         return inertia.solve_m(m, d, grad)
 
     # The loop's first pass (it = -1) evaluates the starting point: its line search is skipped

@@ -104,7 +104,7 @@ def kinematics(m: Model, d: Data) -> Data:
             wm = math.mat_mul(xm_par, br)
             wanchor = math.take(xpos, par) + math.matvec(xm_par, bp) + math.matvec(wm, jpos)
             waxis = math.matvec(wm, jaxis)
-            xanchor, xaxis = math.take(wanchor, t.jnt_slot_flat), math.take(waxis, t.jnt_slot_flat)
+            xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
         else:
             xanchor = jnp.zeros((m.njnt, 3), dtype)
             xaxis = jnp.zeros((m.njnt, 3), dtype)

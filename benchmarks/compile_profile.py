@@ -151,7 +151,7 @@ def analyse(log: str, hlo: str, batch: int, top: int, engine: str) -> None:
     mlir, llvm = collections.Counter(), collections.Counter()
     for ln in rlog:
         if "Compiled MLIR module" in ln:
-            name = re.search(r"module: (\S+?),? time", ln).group(1)
+            name = re.search(r"module: (\S+?),? time", ln).group(1).replace("__compute_module_", "")
             mlir[name.removesuffix("_kernel_module")] += _seconds(ln)
         elif "Compiled LLVM module" in ln:
             name = re.search(r"module: (\S+) time", ln).group(1).replace("__compute_module_", "")
@@ -170,7 +170,7 @@ def analyse(log: str, hlo: str, batch: int, top: int, engine: str) -> None:
         stage = next((s for s in reversed(re.findall(r"vmap\((\w+)\)", op)) if s in STAGES), None)
         stage = stage or next((s for s in STAGES if f"/{s}/" in f"/{op}/"), "other")
         src = [f"{f}:{ln} {fn}" for f, fn, ln in (stack(int(frame.group(1))) if frame else [])]
-        src = [s for s in src if not s.startswith(("compile_profile", "api.py", "loops.py"))][:3]
+        src = [s for s in src if not s.startswith(("compile_profile", "api.py", "loops.py", "tracing.py"))][:3]
         kind = _kind(body, batch) if body else "not a fusion"
         rows.append((mlir[name] + llvm[name], mlir[name], llvm[name], name, shape, stage, kind, src))
     total_mlir, total_llvm = sum(mlir.values()), sum(llvm.values())

@@ -1,0 +1,85 @@
+"""Tracing with jax.numpy's nested jits off (`tracing.inline_numpy`), and the helpers that keep XLA's
+layouts and kernels few (`math.take`, `math.const_matmul`, `linalg.cholesky_symmetric`)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hurtle.physics as hp
+from hurtle.physics import linalg, math
+
+MODELS = pathlib.Path(__file__).parent / "models"
+
+
+def _eqns(jaxpr):
+    """Every equation of a jaxpr and of the jaxprs nested in it."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (list, tuple)) else [v]:
+                inner = getattr(sub, "jaxpr", None)
+                if isinstance(sub, jax.extend.core.ClosedJaxpr) or inner is not None:
+                    yield from _eqns(sub.jaxpr if hasattr(sub, "jaxpr") else sub)
+
+
+def test_step_traces_without_nested_jits_and_keeps_its_loops():
+    m = hp.load(MODELS / "limits.xml")
+    d = jax.tree.map(lambda x: jnp.broadcast_to(x, (2,) + x.shape), hp.make_data(m))
+    jaxpr = jax.make_jaxpr(jax.vmap(hp.step, in_axes=(None, 0)))(m, d)
+    names = [e.primitive.name for e in _eqns(jaxpr.jaxpr)]
+    # jax.numpy's functions bind their primitives directly: no nested jit anywhere in the step (with jit
+    # on, limits.xml's step holds 166; the primitive is `jit`, formerly `pjit`)
+    assert not {"jit", "pjit"} & set(names)
+    # the level scan and the solver's loops stay loop primitives: disable_jit would have unrolled the
+    # scan in Python (one copy of its body per tree level) and run the loops' conditions eagerly
+    scans = [e for e in _eqns(jaxpr.jaxpr) if e.primitive.name == "scan"]
+    assert any(e.params["length"] == m.tree.level_mask.shape[0] for e in scans)
+    assert names.count("while") >= 2
+
+
+def test_inline_numpy_leaves_jit_on_outside_a_trace():
+    seen = []
+    f = hp.tracing.inline_numpy(lambda x: seen.append(jax.config.jax_disable_jit) or x)
+    f(np.ones(2))
+    jax.jit(f)(np.ones(2))
+    assert seen == [False, True]
+    assert not jax.config.jax_disable_jit
+
+
+@pytest.mark.parametrize(
+    "idx",
+    [[0, 0, 0, 1, 2, 3, 5, 5, 7], [3], [0, 1, 2], list(range(12)), [4, 3, 2, 1], [1, 9, 11, 2, 3, 4], [2, 2], []],
+)
+def test_take_is_indexing(idx):
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((12, 2, 3)))
+    np.testing.assert_array_equal(math.take(x, np.array(idx, int)), np.asarray(x)[idx])
+
+
+def test_take_with_many_runs_gathers():
+    idx = np.array([5, 3, 1, 7, 0, 9, 2, 8, 4, 6])  # ten runs of one
+    assert len(math._index_runs(idx)) > math.TAKE_RUNS
+    x = jnp.arange(10.0)
+    np.testing.assert_array_equal(math.take(x, idx), np.arange(10.0)[idx])
+
+
+def test_const_matmul_is_the_product():
+    rng = np.random.default_rng(1)
+    c = rng.integers(0, 2, (5, 4)).astype(float)
+    for x in (rng.standard_normal(4), rng.standard_normal((4, 6))):
+        np.testing.assert_allclose(math.const_matmul(c, jnp.asarray(x)), c @ x, rtol=1e-14)
+
+
+def test_cholesky_symmetric_reads_the_upper_triangle():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 4, 4))
+    a = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    low = np.linalg.cholesky(a)
+    np.testing.assert_allclose(linalg.cholesky_symmetric(jnp.asarray(a)), low, rtol=1e-12)
+    # only the upper triangle is read: garbage below the diagonal changes nothing
+    junk = np.where(np.tri(4, k=-1, dtype=bool), 1e3, a)
+    np.testing.assert_allclose(linalg.cholesky_symmetric(jnp.asarray(junk)), low, rtol=1e-12)

@@ -22,9 +22,10 @@ def _eqns(jaxpr):
         yield eqn
         for v in eqn.params.values():
             for sub in v if isinstance(v, (list, tuple)) else [v]:
-                inner = getattr(sub, "jaxpr", None)
-                if isinstance(sub, jax.extend.core.ClosedJaxpr) or inner is not None:
-                    yield from _eqns(sub.jaxpr if hasattr(sub, "jaxpr") else sub)
+                if isinstance(sub, jax.extend.core.ClosedJaxpr):
+                    sub = sub.jaxpr
+                if isinstance(sub, jax.extend.core.Jaxpr):
+                    yield from _eqns(sub)
 
 
 def test_step_traces_without_nested_jits_and_keeps_its_loops():

@@ -251,9 +251,13 @@ def _rk4(m: Model, d: Data, first_forward: bool) -> Data:
         def put(stack, i, x):
             return stack.at[i].set(x)
 
-        rates = jnp.zeros((n,) + d.qvel.shape, dtype)
-        accs = jnp.zeros((n,) + d.qacc.shape, dtype)
-        adots = jnp.zeros((n,) + d.act_dot.shape, d.act_dot.dtype)
+        # batched like the state under vmap, as the stages make them (one batching pass of the stage fewer)
+        rates, accs, adots = tracing.varying_like(
+            d.qvel,
+            jnp.zeros((n,) + d.qvel.shape, dtype),
+            jnp.zeros((n,) + d.qacc.shape, dtype),
+            jnp.zeros((n,) + d.act_dot.shape, d.act_dot.dtype),
+        )
         if not first_forward:
             rates = put(rates, 0, rate(d.qvel, jnp.zeros_like(d.qvel)))
             accs, adots = put(accs, 0, d.qacc), put(adots, 0, d.act_dot)

@@ -71,9 +71,13 @@ def kinematics(m: Model, d: Data) -> Data:
             p, r, q = p + math.matvec(r, jt[k]), math.mat_mul(r, jr[k]), math.quat_mul(q, jq[k])
 
         # world frames, one tree level at a time
-        xpos = jnp.zeros((m.nbody, 3), dtype)
-        xquat = jnp.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0], dtype), (m.nbody, 4))
-        xmat = jnp.broadcast_to(np.eye(3, dtype=dtype), (m.nbody, 3, 3))
+        # (batched like qpos under vmap, as the levels make them: one batching pass of the level fewer)
+        xpos, xquat, xmat = tracing.varying_like(
+            d.qpos,
+            jnp.zeros((m.nbody, 3), dtype),
+            jnp.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0], dtype), (m.nbody, 4)),
+            jnp.broadcast_to(np.eye(3, dtype=dtype), (m.nbody, 3, 3)),
+        )
         if t.free_body.size:
             idx = t.free_qadr[:, None] + np.arange(7)
             qf = d.qpos[idx]

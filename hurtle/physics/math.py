@@ -10,6 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 MINVAL = 1e-15  # mjMINVAL: smallest value MuJoCo divides by
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -123,14 +124,21 @@ def stack_select(xs: list, axis: int = -1) -> jax.Array:
     along a short minor axis as one loop nest per operand that LLVM unrolls and vectorises lane by lane,
     often the slowest kernels of a step to compile (benchmarks/NOTES.md §17). Not for intermediates that
     consumers slice: XLA simplifies a slice of a concatenation, not of a select."""
-    x0 = jnp.asarray(xs[0])
-    axis = axis % (x0.ndim + 1)
-    shape = [1] * (x0.ndim + 1)
-    shape[axis] = len(xs)
-    idx = np.arange(len(xs)).reshape(shape)
-    out = jnp.expand_dims(jnp.asarray(xs[-1]), axis)
+    xs = [jnp.asarray(x) for x in xs]
+    dtype = jnp.result_type(*xs)
+    shape = jnp.broadcast_shapes(*(x.shape for x in xs))
+    axis = axis % (len(shape) + 1)
+    full = shape[:axis] + (len(xs),) + shape[axis:]
+    keep = tuple(d for d in range(len(full)) if d != axis)
+
+    def spread(x):  # x broadcast along the new axis: one traced operation
+        x = x.astype(dtype)
+        return lax.broadcast_in_dim(x, full, keep[len(keep) - x.ndim :])
+
+    which = np.arange(len(xs)).reshape((1,) * axis + (len(xs),) + (1,) * (len(full) - axis - 1))
+    out = spread(xs[-1])
     for i in range(len(xs) - 2, -1, -1):
-        out = jnp.where(idx == i, jnp.expand_dims(jnp.asarray(xs[i]), axis), out)
+        out = lax.select(lax.broadcast_in_dim(which == i, full, tuple(range(len(full)))), spread(xs[i]), out)
     return out
 
 
@@ -141,13 +149,33 @@ def einsum(spec: str, *ops: jax.Array) -> jax.Array:
 def sum_last(x: jax.Array, keepdims: bool = False) -> jax.Array:
     """Sum over the last axis; a short axis (up to 4) as a chain of adds, which XLA fuses with the
     arithmetic around it, where a reduction becomes a kernel of its own (compile time)."""
+    x = jnp.asarray(x)
     n = x.shape[-1]
     if n == 0 or n > 4:
         return jnp.sum(x, axis=-1, keepdims=keepdims)
-    out = x[..., 0]
-    for i in range(1, n):
-        out = out + x[..., i]
-    return out[..., None] if keepdims else out
+    out = _adds(_entry(x, i) for i in range(n))
+    return out if keepdims else out.reshape(x.shape[:-1])
+
+
+def _entry(x: jax.Array, i: int, axis: int = -1) -> jax.Array:
+    """x's i-th entry along `axis`, the axis kept (size 1): one slice, where indexing traces a slice and
+    a squeeze (trace and lowering time grow with the traced operations)."""
+    return lax.slice_in_dim(x, i, i + 1, axis=axis % x.ndim)
+
+
+def _adds(terms) -> jax.Array:
+    """The sum of arrays of one rank, size-1 axes broadcast by `lax.add` (no explicit broadcasts, no 0 +)."""
+    it = iter(terms)
+    out = next(it)
+    for t in it:
+        out = lax.add(out, t)
+    return out
+
+
+def _same_rank(*xs: jax.Array) -> list:
+    """The arrays with leading size-1 axes added up to the largest rank, for `lax`'s size-1 broadcasting."""
+    r = max(x.ndim for x in xs)
+    return [x.reshape((1,) * (r - x.ndim) + x.shape) if x.ndim < r else x for x in xs]
 
 
 def dot(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -199,8 +227,15 @@ def _tensor(f, na: int, nb: int) -> np.ndarray:
 
 
 def _combine(a: jax.Array, t: np.ndarray) -> jax.Array:
-    """sum_j a_j t[j] for constant matrices t[j] (those that are zero left out), as one broadcast sum."""
-    return sum(a[..., j, None, None] * t[j].astype(a.dtype) for j in range(t.shape[0]) if t[j].any())
+    """sum_j a_j t[j] for constant matrices t[j] (those that are zero left out), as one broadcast sum.
+    Each term is a slice of `a` (..., 1, 1) times the constant, broadcast by `lax.mul` itself: four
+    traced operations a term, where jax.numpy's indexing and broadcasting take seven."""
+    a = jnp.asarray(a)
+    lead = a.shape[:-1]
+    ar = a.reshape(lead + (1, a.shape[-1]))
+    ones = (1,) * len(lead)
+    t = np.asarray(t).astype(a.dtype)
+    return _adds(lax.mul(_entry(ar, j), t[j].reshape(ones + t.shape[1:])) for j in range(t.shape[0]) if t[j].any())
 
 
 def bilinear(a: jax.Array, b: jax.Array, t: np.ndarray) -> jax.Array:
@@ -208,8 +243,13 @@ def bilinear(a: jax.Array, b: jax.Array, t: np.ndarray) -> jax.Array:
     broadcast terms. One expression for every output component instead of one per component stacked
     along the minor axis, which XLA CPU compiles slowly (NOTES.md §17, §19); terms whose constant is
     zero are left out."""
-    mat = _combine(a, t)
-    return sum(mat[..., :, k] * b[..., k : k + 1] for k in range(t.shape[2]) if t[:, :, k].any())
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    dtype = jnp.result_type(a, b)
+    mat = _combine(a.astype(dtype), t)  # (..., n, m)
+    b = b.astype(dtype)
+    mat, br = _same_rank(mat, b.reshape(b.shape[:-1] + (1, b.shape[-1])))
+    out = _adds(lax.mul(_entry(mat, k), _entry(br, k)) for k in range(t.shape[2]) if t[:, :, k].any())
+    return out.reshape(out.shape[:-1])
 
 
 _EYE3 = np.eye(3)
@@ -251,7 +291,9 @@ def outer(a: jax.Array, b: jax.Array) -> jax.Array:
 def mat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
     """a @ b for small matrices as a sum of outer products of a's columns and b's rows (fused by XLA
     with the arithmetic around it, no stack and no library call)."""
-    return sum(a[..., :, k : k + 1] * b[..., k : k + 1, :] for k in range(a.shape[-1]))
+    dtype = jnp.result_type(a, b)
+    a, b = _same_rank(jnp.asarray(a, dtype), jnp.asarray(b, dtype))
+    return _adds(lax.mul(_entry(a, k), _entry(b, k, -2)) for k in range(a.shape[-1]))
 
 
 def quat_to_mat(q: jax.Array) -> jax.Array:

@@ -134,29 +134,37 @@ def row_update(rows: _Rows, jar: jax.Array):
 
 
 def _scalar_update(rows: _Rows, jar: jax.Array):
-    """Rows other than elliptic cones: equality, friction loss, limits, pyramidal contacts."""
+    """Rows other than elliptic cones: equality, friction loss, limits, pyramidal contacts. Row kinds
+    known when the model is built (`eq`, `fric` as numpy masks) leave out the branches no row takes."""
     D, R, fl = rows.D, rows.R, rows.floss
-    quad_cost = 0.5 * D * jar * jar
+    static = isinstance(rows.eq, np.ndarray) and isinstance(rows.fric, np.ndarray)
     force = -D * jar
-    # friction loss: quadratic near zero, linear (constant force) beyond +-R*floss
-    neg = rows.fric & (jar <= -R * fl)
-    pos = rows.fric & (jar >= R * fl)
+    cost = 0.5 * D * jar * jar
+    state = QUADRATIC
+    quad = None  # rows in the quadratic zone: all unless a branch below takes some
     # one-sided rows (limits, contacts): no force once satisfied
-    sat = ~rows.eq & ~rows.fric & (jar >= 0)
-    force = jnp.where(neg, fl, jnp.where(pos, -fl, jnp.where(sat, 0.0, force)))
-    cost = jnp.where(
-        neg,
-        -0.5 * R * fl * fl - fl * jar,
-        jnp.where(pos, -0.5 * R * fl * fl + fl * jar, jnp.where(sat, 0.0, quad_cost)),
-    )
-    state = jnp.where(neg, LINEARNEG, jnp.where(pos, LINEARPOS, jnp.where(sat, SATISFIED, QUADRATIC)))
-    quad = ~(neg | pos | sat)
-    act = rows.active & ~rows.elliptic
+    one_sided = ~rows.eq & ~rows.fric
+    if not static or one_sided.any():
+        sat = (jar >= 0) if static and one_sided.all() else one_sided & (jar >= 0)
+        force = jnp.where(sat, 0.0, force)
+        cost = jnp.where(sat, 0.0, cost)
+        state = jnp.where(sat, SATISFIED, state)
+        quad = ~sat
+    # friction loss: quadratic near zero, linear (constant force) beyond +-R*floss
+    if not static or rows.fric.any():
+        neg = rows.fric & (jar <= -R * fl)
+        pos = rows.fric & (jar >= R * fl)
+        force = jnp.where(neg, fl, jnp.where(pos, -fl, force))
+        cost = jnp.where(neg, -0.5 * R * fl * fl - fl * jar, jnp.where(pos, -0.5 * R * fl * fl + fl * jar, cost))
+        state = jnp.where(neg, LINEARNEG, jnp.where(pos, LINEARPOS, state))
+        lin = ~(neg | pos)
+        quad = lin if quad is None else quad & lin
+    act = rows.active & ~rows.elliptic if rows.elliptic.any() else rows.active
     return (
         jnp.where(act, force, 0.0),
         jnp.where(act, state, SATISFIED).astype(jnp.int32),
         jnp.where(act, cost, 0.0),
-        jnp.where(act & quad, D, 0.0),
+        jnp.where(act if quad is None else act & quad, D, 0.0),
     )
 
 
@@ -256,12 +264,14 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=Fals
         return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
 
     zero = jnp.zeros((), qacc.dtype)
-    init = (
+    # batched like the direction under vmap, as the loop's predicate is (one batching pass fewer)
+    init = tracing.varying_like(
+        line.Jp,
         zero,
         zero,
         jnp.full_like(zero, jnp.inf),
         jnp.asarray(skip, bool),
-        0,
+        jnp.zeros((), jnp.int32),
         jnp.zeros(line.jar.shape, jnp.int32),
         jnp.zeros((), bool),
     )
@@ -392,21 +402,11 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
     # The first pass reads no field of its state but qacc, Ma, jar and the (zero) search
     # direction: the others start as arrays the step already holds (a fresh constant array is
     # a kernel of its own in the compiled loop)
-    zeros_v = jnp.zeros_like(qacc)
-    start = jnp.full((), -1, jnp.int32)
-    init = _State(
-        qacc,
-        Ma,
-        jar,
-        jar,
-        jnp.zeros((), qacc.dtype),
-        Ma,
-        zeros_v,
-        Ma,
-        efc_state,
-        start,
-        jnp.zeros((), bool),
+    # (the constants batched like qacc: vmap then traces the loop's body twice, not three times)
+    zeros_v, cost0, start, done0 = tracing.varying_like(
+        qacc, jnp.zeros_like(qacc), jnp.zeros((), qacc.dtype), jnp.full((), -1, jnp.int32), jnp.zeros((), bool)
     )
+    init = _State(qacc, Ma, jar, jar, cost0, Ma, zeros_v, Ma, efc_state, start, done0)
 
     def iterate(s: _State) -> _State:
         first = s.it < 0

@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
+from jax import lax
 
 
 def _disabled() -> bool:
@@ -60,8 +62,16 @@ def scan(f, init, xs=None, length=None, **kwargs):
 
 
 def while_loop(cond_fun, body_fun, init_val):
-    """`jax.lax.while_loop`, a loop primitive whatever the caller's `disable_jit`."""
+    """`jax.lax.while_loop`, a loop primitive whatever the caller's `disable_jit`.
+
+    Its carry starts batched (`varying_like`) where the predicate on the initial carry is: under vmap a
+    batched predicate batches every carry, and vmap then traces the body twice, not three times."""
     off = _disabled()
+    leaves, tree = jax.tree.flatten(init_val)
+    with jax.disable_jit(off):
+        pred = cond_fun(init_val)
+    if leaves and isinstance(pred, jax.core.Tracer):
+        init_val = jax.tree.unflatten(tree, varying_like(pred, *leaves, tuple_=True))
     with jax.disable_jit(False):
         return jax.lax.while_loop(_as_caller(cond_fun, off), _as_caller(body_fun, off), init_val)
 
@@ -71,3 +81,22 @@ def fori_loop(lower, upper, body_fun, init_val):
     off = _disabled()
     with jax.disable_jit(False):
         return jax.lax.fori_loop(lower, upper, _as_caller(body_fun, off), init_val)
+
+
+def varying_like(like: jax.Array, *values, tuple_: bool = False):
+    """`values` unchanged, but batched under `vmap` wherever `like` is.
+
+    A loop whose carry starts unbatched (a constant) and is batched after the body makes vmap trace the
+    body once more (its batching rule iterates to a fixpoint of which carries are batched), then once
+    for good. Loop carries started with this trace the body twice instead of three times. Each value is
+    `select(p, v, v)` on a predicate computed from `like`, which XLA folds back to `v`: the compiled
+    program is the same."""
+    like = jnp.asarray(like)
+    if like.size == 0:  # no entry to read: the values as they are
+        out = tuple(map(jnp.asarray, values))
+        return out if tuple_ or len(out) != 1 else out[0]
+    nd = like.ndim
+    s = lax.squeeze(lax.slice(like, (0,) * nd, (1,) * nd), tuple(range(nd))) if nd else like
+    p = lax.ne(s, s)
+    out = tuple(lax.select(p, v, v) for v in map(jnp.asarray, values))
+    return out if tuple_ or len(out) != 1 else out[0]

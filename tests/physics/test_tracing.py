@@ -1,5 +1,7 @@
-"""Tracing with jax.numpy's nested jits off (`tracing.inline_numpy`), and the helpers that keep XLA's
-layouts and kernels few (`math.take`, `math.const_matmul`, `linalg.cholesky_symmetric`)."""
+"""Tracing with jax.numpy's nested jits off (`tracing.inline_numpy`), loop carries batched from the start
+(`tracing.varying_like`), the traced-operation-lean helpers (`math.bilinear`, `mat_mul`, `sum_last`), and
+the helpers that keep XLA's layouts and kernels few (`math.take`, `math.const_matmul`,
+`linalg.cholesky_symmetric`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import numpy as np
 import pytest
 
 import hurtle.physics as hp
-from hurtle.physics import linalg, math
+from hurtle.physics import linalg, math, tracing
 
 MODELS = pathlib.Path(__file__).parent / "models"
 
@@ -84,3 +86,61 @@ def test_cholesky_symmetric_reads_the_upper_triangle():
     # only the upper triangle is read: garbage below the diagonal changes nothing
     junk = np.where(np.tri(4, k=-1, dtype=bool), 1e3, a)
     np.testing.assert_allclose(linalg.cholesky_symmetric(jnp.asarray(junk)), low, rtol=1e-12)
+
+
+def _batching_passes(loop) -> int:
+    """How many times vmap batches the body of `loop(cond, body, init)`, a while loop from constant
+    carries whose predicate is batched: a `custom_vmap` probe in the body counts its batching rule's calls."""
+    calls = []
+
+    @jax.custom_batching.custom_vmap
+    def probe(x):
+        return x
+
+    @probe.def_vmap
+    def _(axis_size, in_batched, x):
+        calls.append(1)
+        return x, in_batched[0]
+
+    def f(x):
+        init = (jnp.zeros((), jnp.int32), jnp.zeros((), x.dtype))
+        return loop(lambda c: c[1] < x, lambda c: (c[0] + 1, probe(c[1] + x)), init)
+
+    out = jax.vmap(f)(jnp.arange(1.0, 4.0))
+    np.testing.assert_array_equal(out[0], [1, 1, 1])  # the loop still runs per world
+    return len(calls)
+
+
+def test_while_loop_carries_start_batched_so_vmap_batches_the_body_once():
+    # jax's rule: a fixpoint pass that finds the carries batched, a second that confirms it, and the
+    # final one; with the carries batched from the start, the first pass is the final one (cached)
+    assert _batching_passes(jax.lax.while_loop) == 3
+    assert _batching_passes(tracing.while_loop) == 1
+
+
+def test_varying_like_is_the_identity_and_compiles_away():
+    x = jnp.arange(3.0)
+    vals = (jnp.zeros((2, 2)), jnp.full((), -1, jnp.int32), jnp.ones((), bool))
+    for out, v in zip(tracing.varying_like(x, *vals), vals):
+        assert out.dtype == v.dtype and out.shape == v.shape
+        np.testing.assert_array_equal(out, v)
+    # batched like `like` under vmap, also where `like` is NaN
+    out = jax.vmap(lambda y: tracing.varying_like(y, jnp.full(2, 7.0)))(jnp.array([1.0, np.nan]))
+    np.testing.assert_array_equal(out, np.full((2, 2), 7.0))
+    # an empty `like` leaves the values as they are
+    np.testing.assert_array_equal(tracing.varying_like(jnp.zeros((2, 0)), jnp.ones(3)), np.ones(3))
+    # XLA folds select(p, v, v): no select is left in the compiled program
+    hlo = jax.jit(lambda y: tracing.varying_like(y, jnp.zeros(4)) + y[0]).lower(x).compile().as_text()
+    assert " select(" not in hlo
+
+
+def test_lean_products_match_numpy_with_broadcast_leading_axes():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((5, 1, 3)), rng.standard_normal((5, 4, 3))
+    np.testing.assert_allclose(math.cross(jnp.asarray(a), jnp.asarray(b)), np.cross(a, b), rtol=1e-12, atol=1e-14)
+    m1, m2 = rng.standard_normal((2, 1, 3, 3)), rng.standard_normal((4, 3, 2))
+    np.testing.assert_allclose(math.mat_mul(jnp.asarray(m1), jnp.asarray(m2)), m1 @ m2, rtol=1e-12, atol=1e-14)
+    for n in (1, 3, 4, 7):
+        x = rng.standard_normal((2, n))
+        np.testing.assert_allclose(math.sum_last(jnp.asarray(x)), x.sum(-1), rtol=1e-12)
+        np.testing.assert_allclose(math.sum_last(jnp.asarray(x), keepdims=True), x.sum(-1, keepdims=True), rtol=1e-12)

@@ -43,9 +43,13 @@ def transmission(m: Model, d: Data) -> Data:
         # scalar joints: length = gear * q, moment = gear
         a = np.nonzero(joint_trn & (jtype != JNT_BALL) & (jtype != JNT_FREE))[0]
         if a.size:
+            # a select on a constant pattern and products of slices: XLA hoists a model-only gather or
+            # scatter out of a rollout's loop into a kernel of its own, and not a slice
             j = tid[a]
-            length = length.at[a].set(gear[a, 0] * d.qpos[m.jnt_qposadr[j]])
-            moment = moment.at[a, m.jnt_dofadr[j]].set(gear[a, 0])
+            length = _put(length, a, math.take(gear[:, 0], a) * math.take(d.qpos, m.jnt_qposadr[j]))
+            at = np.zeros((m.nu, m.nv), bool)
+            at[a, m.jnt_dofadr[j]] = True
+            moment = jnp.where(at, gear[:, 0, None].astype(dt), moment)
         # ball joints: length = rotation vector . gear axis
         a = np.nonzero(joint_trn & (jtype == JNT_BALL))[0]
         if a.size:
@@ -68,6 +72,13 @@ def transmission(m: Model, d: Data) -> Data:
             length = length.at[a].set(gear[a, 0] * d.ten_length[tid[a]])
             moment = moment.at[a].set(gear[a, 0, None] * d.ten_J[tid[a]])
         return d.replace(actuator_length=length, actuator_moment=moment)
+
+
+def _put(x: jax.Array, rows: np.ndarray, vals: jax.Array) -> jax.Array:
+    """x.at[rows].set(vals), or `vals` itself when the rows are all of x's in order (no scatter)."""
+    if np.array_equal(rows, np.arange(x.shape[0])):
+        return jnp.asarray(vals, x.dtype)
+    return x.at[rows].set(vals)
 
 
 def _gear_axis(trn: np.ndarray, gear: jax.Array, quat: jax.Array) -> jax.Array:

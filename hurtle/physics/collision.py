@@ -580,17 +580,23 @@ def collision(m: Model, d: Data) -> Data:
             start = sl.stop
         dist, pos, normal, tangent, ok = (jnp.concatenate(xs) for xs in zip(*outs))
         ps = np.concatenate(pair_of_slot)
+        # the slots' parameters in one gather of one table (each model-only gather is a kernel of its
+        # own once XLA hoists it out of a rollout's loop; the table's slices fuse into their users)
+        per_slot = jnp.concatenate([solref, srf, solimp, friction, margin[:, None]], -1)[ps]
+        solref, srf, solimp, friction, margin = (
+            per_slot[:, a:b] for a, b in ((0, 2), (2, 4), (4, 9), (9, 14), (14, 15))
+        )
         # a contact inside the gap but outside the margin is excluded, as in MuJoCo
-        active = ok & (dist < margin[ps])
+        active = ok & (dist < margin[:, 0])
         fields = dict(
             dist=dist,
             pos=pos,
             frame=make_frame(normal, tangent),
-            includemargin=margin[ps],
-            friction=friction[ps],
-            solref=solref[ps],
-            solreffriction=srf[ps],
-            solimp=solimp[ps],
+            includemargin=margin[:, 0],
+            friction=friction,
+            solref=solref,
+            solreffriction=srf,
+            solimp=solimp,
             geom1=jnp.asarray(g1[ps], jnp.int32),
             geom2=jnp.asarray(g2[ps], jnp.int32),
             active=active,

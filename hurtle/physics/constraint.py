@@ -549,36 +549,55 @@ def _solparams(m: Model, d: Data):
     solimp = math.assemble(n, imps, jnp.zeros(5, dt))
     mixed = (solref[:, 0] > 0) ^ (solref[:, 1] > 0)
     solref = jnp.where(mixed[:, None], jnp.array(DEFAULT_SOLREF, dt), solref)
+    # whole-array operations with per-column constants, not columns stacked again: every model-only
+    # value a rollout's loop reads is a kernel of its own once XLA hoists it out of the loop
     if not m.disabled(_DSBL.mjDSBL_REFSAFE):
-        tc = jnp.where(solref[:, 0] > 0, jnp.maximum(solref[:, 0], 2 * m.opt.timestep), solref[:, 0])
-        solref = jnp.stack([tc, solref[:, 1]], -1)
-    solimp = jnp.stack(
-        [
-            jnp.clip(solimp[:, 0], MINIMP, MAXIMP),
-            jnp.clip(solimp[:, 1], MINIMP, MAXIMP),
-            jnp.maximum(0.0, solimp[:, 2]),
-            jnp.clip(solimp[:, 3], MINIMP, MAXIMP),
-            jnp.maximum(1.0, solimp[:, 4]),
-        ],
-        -1,
-    )
+        tc = (np.arange(2) == 0) & (solref > 0)  # the time constant, where positive
+        solref = jnp.where(tc, jnp.maximum(solref, 2 * m.opt.timestep), solref)
+    lo = np.array([MINIMP, MINIMP, 0.0, MINIMP, 1.0], dt)
+    hi = np.array([MAXIMP, MAXIMP, np.inf, MAXIMP, np.inf], dt)
+    solimp = jnp.minimum(jnp.maximum(solimp, lo), hi)
     return solref, solimp
+
+
+def _curve_constants(solimp: jax.Array) -> jax.Array:
+    """What `_impedance_curve` needs of each row's solimp besides its power (model constants), as the
+    columns of one elementwise expression: a rollout's loop then reads one hoisted array (one kernel)
+    instead of one per value, and no model-only predicate (a compare XLA would hoist as well). Columns:
+    the width (1 where the curve is flat), the two power-law scales, d0 and dwidth - d0 (the flat
+    curve's value and 0 where it is flat, so the curve yields that value), and mid (1 where the power
+    is 1, so the curve's lower branch, x itself, always applies). (XLA still computes the two powers
+    in kernels of their own: it moves them before the broadcast, and does not fuse an expensive
+    producer into a broadcast.)"""
+    ncol = 6
+    d0, dw, width, mid, power = (jnp.broadcast_to(solimp[:, k : k + 1], (solimp.shape[0], ncol)) for k in range(5))
+    flat = (d0 == dw) | (width <= math.MINVAL)
+    cols = [
+        jnp.where(flat, 1.0, width),
+        1.0 / jnp.power(mid, power - 1.0),
+        1.0 / jnp.power(1.0 - mid, power - 1.0),
+        jnp.where(flat, 0.5 * (d0 + dw), d0),
+        jnp.where(flat, 0.0, dw - d0),
+        jnp.where(power == 1.0, 1.0, mid),
+    ]
+    which = np.arange(ncol)
+    out = cols[-1]
+    for k in range(ncol - 2, -1, -1):
+        out = jnp.where(which == k, cols[k], out)
+    return out
 
 
 def _impedance_curve(solimp: jax.Array, pos: jax.Array, margin: jax.Array) -> jax.Array:
     """MuJoCo's impedance d(r) in [d0, dwidth] of the violation r = |pos - margin| (getimpedance)."""
-    d0, dw, width, mid, power = (solimp[:, k] for k in range(5))
-    flat = (d0 == dw) | (width <= math.MINVAL)
-    x = jnp.abs((pos - margin) / jnp.where(flat, 1.0, width))
+    power = solimp[:, 4]
+    width, a, b, d0, span, mid = (c for c in _curve_constants(solimp).T)
+    x = jnp.abs((pos - margin) / width)
     xc = jnp.clip(x, 1e-300, 1.0)
-    a = 1.0 / jnp.power(mid, power - 1.0)
-    b = 1.0 / jnp.power(1.0 - mid, power - 1.0)
-    y_low = a * jnp.power(xc, power)
+    y_low = a * jnp.power(xc, power)  # x itself where the power is 1 (a = 1, mid = 1)
     y_high = 1.0 - b * jnp.power(jnp.maximum(1.0 - xc, 0.0), power)
-    y = jnp.where(power == 1.0, xc, jnp.where(xc <= mid, y_low, y_high))
+    y = jnp.where(xc <= mid, y_low, y_high)
     y = jnp.where(x >= 1.0, 1.0, jnp.where(x <= 0.0, 0.0, y))
-    imp = d0 + y * (dw - d0)
-    return jnp.where(flat, 0.5 * (d0 + dw), imp)
+    return d0 + y * span  # the flat curve's value where it is flat (span 0)
 
 
 def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.Array):
@@ -598,15 +617,15 @@ def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.A
     dmax = solimp[:, 1]
     friction = (lay.type == FRICTION_DOF) | (lay.type == FRICTION_TENDON)
     friction = friction | ((lay.type == CONTACT_ELLIPTIC) & (lay.group != np.arange(lay.nefc)))
-    k_std = 1.0 / jnp.maximum(math.MINVAL, dmax * dmax * solref[:, 0] ** 2 * solref[:, 1] ** 2)
-    k_dir = -solref[:, 0] / jnp.maximum(math.MINVAL, dmax * dmax)
-    K = jnp.where(friction, 0.0, jnp.where(solref[:, 0] > 0, k_std, k_dir))
-    B = jnp.where(
-        solref[:, 1] > 0,
-        2.0 / jnp.maximum(math.MINVAL, dmax * solref[:, 0]),
-        -solref[:, 1] / jnp.maximum(math.MINVAL, dmax),
-    )
-    return R, K, B, imp
+    # K and B (model constants) as the two columns of one elementwise expression: a rollout's loop
+    # then reads one hoisted array (one kernel) instead of two
+    r0, r1, dm = solref[:, :1], solref[:, 1:], dmax[:, None]
+    first = np.arange(2) == 0  # column K
+    std = jnp.where(first, r0, r1) > 0  # K: stiffness and damping given; B: damping ratio given
+    num = jnp.where(first, jnp.where(std, 1.0, -r0), jnp.where(std, 2.0, -r1))
+    den = jnp.where(first, jnp.where(std, dm * dm * r0**2 * r1**2, dm * dm), jnp.where(std, dm * r0, dm))
+    kb = jnp.where(first & friction[:, None], 0.0, num / jnp.maximum(math.MINVAL, den))
+    return R, kb[:, 0], kb[:, 1], imp
 
 
 @tracing.inline_numpy

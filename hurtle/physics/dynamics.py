@@ -48,13 +48,15 @@ def rne(m: Model, d: Data) -> Data:
     """Bias forces `qfrc_bias` (Coriolis, centrifugal, gravity): RNE with zero acceleration."""
     with jax.named_scope("rne"):
         dt = d.qpos.dtype
-        grav = jnp.zeros(6, dt)
-        if not m.disabled(_DSBL.mjDSBL_GRAVITY):
-            grav = grav.at[3:].set(-m.opt.gravity)
         if m.nv:
-            cacc = grav + math.matmul(m.tree.body_dof_anc.astype(dt), d.cdof_dot * d.qvel[:, None])
+            cacc = math.matmul(m.tree.body_dof_anc.astype(dt), d.cdof_dot * d.qvel[:, None])
         else:
-            cacc = jnp.broadcast_to(grav, (m.nbody, 6))
+            cacc = jnp.zeros((m.nbody, 6), dt)
+        if not m.disabled(_DSBL.mjDSBL_GRAVITY):
+            # the linear part minus gravity, in the batched arithmetic (a model-only padded vector
+            # would be a kernel of its own)
+            g = jnp.broadcast_to(m.opt.gravity, (2, 3)).reshape(6)
+            cacc = jnp.where(np.arange(6) >= 3, cacc - g, cacc)
         cfrc = math.inert_mul(d.cinert, cacc) + math.cross_force(d.cvel, math.inert_mul(d.cinert, d.cvel))
         return d.replace(qfrc_bias=_subtree_force(m, d, cfrc.at[0].set(0.0)))
 
@@ -79,7 +81,7 @@ def passive(m: Model, d: Data) -> Data:
         if not (spring_on or damper_on):
             return d.replace(qfrc_spring=zero, qfrc_damper=zero, qfrc_gravcomp=zero, qfrc_fluid=zero, qfrc_passive=zero)
         spring = _joint_springs(m, d) if spring_on else zero
-        damper = -m.dof_damping * d.qvel if damper_on else zero
+        damper = -(m.dof_damping * d.qvel) if damper_on else zero
         if m.ntendon:
             length = d.ten_length
             lo, hi = m.tendon_lengthspring[:, 0], m.tendon_lengthspring[:, 1]
@@ -114,7 +116,8 @@ def _joint_springs(m: Model, d: Data) -> jax.Array:
             dif = math.sub_quat(quat, m.qpos_spring[qa[:, None] + off + np.arange(4)])
             pieces.append((da[:, None] + off + np.arange(3), -k[j, None] * dif))
         else:
-            pieces.append((da, -k[j] * (d.qpos[qa] - m.qpos_spring[qa])))
+            # slices where the joints run consecutively (a model-only gather is a kernel of its own)
+            pieces.append((da, -(math.take(k, j) * math.take(d.qpos - m.qpos_spring, qa))))
     return math.assemble(m.nv, pieces, jnp.zeros((), dt))
 
 

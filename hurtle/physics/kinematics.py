@@ -22,10 +22,13 @@ def _joint_transforms(m: Model, d: Data):
     t = m.tree
     jnt, valid = t.jnt_slot, t.jnt_slot_valid
     jtype = np.where(valid, m.jnt_type[jnt], JNT_SLIDE)
-    axis, pos = m.jnt_axis[jnt], m.jnt_pos[jnt]
+    # axis and anchor in one gather, and qpos - qpos0 before its gather: each model-only value the
+    # loop reads is a kernel of its own once XLA hoists it out of a rollout's loop
+    ap = jnp.concatenate([m.jnt_axis, m.jnt_pos], -1)[jnt]
+    axis, pos = ap[..., :3], ap[..., 3:]
     qadr = m.jnt_qposadr[jnt]
     dtype = d.qpos.dtype
-    value = jnp.where(valid, d.qpos[qadr] - m.qpos0[qadr], 0.0)
+    value = jnp.where(valid, (d.qpos - m.qpos0)[qadr], 0.0)
     quat = jnp.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0], dtype), jnt.shape + (4,))
     rot = jnp.broadcast_to(np.eye(3, dtype=dtype), jnt.shape + (3, 3))
     if np.any(jtype == JNT_HINGE):

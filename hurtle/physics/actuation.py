@@ -46,7 +46,8 @@ def transmission(m: Model, d: Data) -> Data:
             # a select on a constant pattern and products of slices: XLA hoists a model-only gather or
             # scatter out of a rollout's loop into a kernel of its own, and not a slice
             j = tid[a]
-            length = _put(length, a, math.take(gear[:, 0], a) * math.take(d.qpos, m.jnt_qposadr[j]))
+            vals = math.take(gear[:, 0], a) * math.take(d.qpos, m.jnt_qposadr[j])
+            length = math.assemble(m.nu, [(a, vals)], jnp.zeros((), dt))  # no scatter when a is every row
             at = np.zeros((m.nu, m.nv), bool)
             at[a, m.jnt_dofadr[j]] = True
             moment = jnp.where(at, gear[:, 0, None].astype(dt), moment)
@@ -72,13 +73,6 @@ def transmission(m: Model, d: Data) -> Data:
             length = length.at[a].set(gear[a, 0] * d.ten_length[tid[a]])
             moment = moment.at[a].set(gear[a, 0, None] * d.ten_J[tid[a]])
         return d.replace(actuator_length=length, actuator_moment=moment)
-
-
-def _put(x: jax.Array, rows: np.ndarray, vals: jax.Array) -> jax.Array:
-    """x.at[rows].set(vals), or `vals` itself when the rows are all of x's in order (no scatter)."""
-    if np.array_equal(rows, np.arange(x.shape[0])):
-        return jnp.asarray(vals, x.dtype)
-    return x.at[rows].set(vals)
 
 
 def _gear_axis(trn: np.ndarray, gear: jax.Array, quat: jax.Array) -> jax.Array:

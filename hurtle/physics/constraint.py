@@ -324,10 +324,12 @@ def make_constraint(m: Model, d: Data) -> Data:
         normal_only = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # elliptic: pos on the normal row only
         for rows, jac, slots, moved in _contact_rows(m, d):
             keep = (np.arange(rows.shape[1]) == 0) | (not normal_only)
-            act = con.active[slots] & moved  # MuJoCo skips contacts no dof moves
+            # (math.take: the slots in order are the arrays themselves, not gathers, which XLA makes a
+            # kernel each, hoisted out of a rollout's loop for the model-only fields)
+            act = math.take(con.active, slots) & moved  # MuJoCo skips contacts no dof moves
             Js.append((rows, jac))
-            poss.append((rows, jnp.where(keep, con.dist[slots][:, None], 0.0)))
-            margins.append((rows, jnp.where(keep, con.includemargin[slots][:, None], 0.0)))
+            poss.append((rows, jnp.where(keep, math.take(con.dist, slots)[:, None], 0.0)))
+            margins.append((rows, jnp.where(keep, math.take(con.includemargin, slots)[:, None], 0.0)))
             actives.append((rows, jnp.broadcast_to(act[:, None], rows.shape)))
         J = math.assemble(n, Js, jnp.zeros(nv, dt))
         pos, margin, floss = (math.assemble(n, x, jnp.zeros((), dt)) for x in (poss, margins, flosses))
@@ -371,13 +373,14 @@ def _contact_rows(m: Model, d: Data):
         else:
             b1, b2 = m.geom_bodyid[geoms[0][slots]], m.geom_bodyid[geoms[1][slots]]
         # rows: normal, two tangents, then rotations about the normal and the tangents
-        a, moved = _contact_jac(m, d, b1, b2, con.pos[slots], con.frame[slots], rotation=dim > 3)
+        pos, frame = math.take(con.pos, slots), math.take(con.frame, slots)
+        a, moved = _contact_jac(m, d, b1, b2, pos, frame, rotation=dim > 3)
         if dim == 1:
             jac = a[:, :1]
         elif m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC:
             jac = a[:, :dim]
         else:
-            mu = con.friction[slots][:, : dim - 1, None]  # (k, dim-1, 1)
+            mu = math.take(con.friction, slots)[:, : dim - 1, None]  # (k, dim-1, 1)
             edges = jnp.stack([a[:, :1] + mu * a[:, 1:dim], a[:, :1] - mu * a[:, 1:dim]], 2)  # (k, dim-1, 2, nv)
             jac = edges.reshape(len(slots), 2 * (dim - 1), m.nv)
         out.append((first[:, None] + np.arange(jac.shape[1]), jac, slots, moved))
@@ -442,7 +445,7 @@ def _contact_regulariser(m: Model, d: Data, R: jax.Array) -> jax.Array:
     slots = lay.id[first]
     r0 = R[first]
     r1 = r0 / jnp.maximum(math.MINVAL, m.opt.impratio)
-    mu = d.contact.friction[slots, 0] * jnp.sqrt(r1 / r0)
+    mu = math.take(d.contact.friction[:, 0], slots) * jnp.sqrt(r1 / r0)
     rpy = 2.0 * mu * mu * r0
     rows = np.nonzero(lay.type == CONTACT_PYRAMIDAL)[0]
     index = np.searchsorted(first, lay.group[rows])

@@ -73,14 +73,11 @@ def kinematics(m: Model, d: Data) -> Data:
             before_r.append(r)
             p, r, q = p + math.matvec(r, jt[k]), math.mat_mul(r, jr[k]), math.quat_mul(q, jq[k])
 
-        # world frames, one tree level at a time
+        # world frames, one tree level at a time, starting from the bodies' own poses: the levels
+        # overwrite every body but the world, whose pose is its own (MuJoCo's compiler fixes it at the
+        # origin; a fresh constant array would be a kernel of its own in a rollout's loop)
         # (batched like qpos under vmap, as the levels make them: one batching pass of the level fewer)
-        xpos, xquat, xmat = tracing.varying_like(
-            d.qpos,
-            jnp.zeros((m.nbody, 3), dtype),
-            jnp.broadcast_to(np.array([1.0, 0.0, 0.0, 0.0], dtype), (m.nbody, 4)),
-            jnp.broadcast_to(np.eye(3, dtype=dtype), (m.nbody, 3, 3)),
-        )
+        xpos, xquat, xmat = tracing.varying_like(d.qpos, p, q, r, tuple_=True)
         if t.free_body.size:
             idx = t.free_qadr[:, None] + np.arange(7)
             qf = d.qpos[idx]

@@ -229,7 +229,9 @@ def _same_piece(state: jax.Array, prev: jax.Array) -> jax.Array:
     return jnp.all((state == prev) & (state != CONE))
 
 
-def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=False, line: _Line | None = None):
+def _line_search(
+    ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=False, line: _Line | None = None, prev_state=None
+):
     """Exact minimiser of the convex piecewise-quadratic cost along p: safeguarded 1D Newton.
 
     Returns the step and the number of line-search steps after the first derivative at alpha = 0 (no
@@ -248,38 +250,40 @@ def _line_search(ctx: _Ctx, qacc, p, gtol, max_iter: int, fixed: bool, skip=Fals
     """
     if line is None:
         line = _line(ctx, qacc, p)
+    if prev_state is None:
+        prev_state = jnp.zeros(line.jar.shape, jnp.int32)
 
     def step(carry):
         alpha, lo, hi, was_done, it, prev_state, newton = carry
         g, h, state = _line_derivs(ctx, line, alpha)
+        # the upper bracket `hi` is set once some point had g >= 0; until then it is not above `lo`
+        # (it starts at 0, and every point evaluated lies above lo)
+        bounded = hi > lo
         lo = jnp.where(g < 0, alpha, lo)
         hi = jnp.where(g >= 0, alpha, hi)
+        bounded = bounded | (g >= 0)
         nxt = alpha - g / jnp.maximum(h, math.MINVAL)
-        inside = (nxt > lo) & (nxt < hi)
-        bisect = jnp.where(jnp.isfinite(hi), 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
+        inside = (nxt > lo) & ((nxt < hi) | ~bounded)
+        bisect = jnp.where(bounded, 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
         nxt = jnp.where(inside, nxt, bisect)
         exact = newton & _same_piece(state, prev_state)
         stop = jnp.where(it == 0, g >= 0, (jnp.abs(g) <= gtol) | exact | (nxt == alpha))
         done = was_done | stop  # (was_done: fixed mode's later steps)
         return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
 
+    # Every fresh constant in the carry is a kernel of its own inside the solver's loop, so the carry
+    # starts from as few as can be: alpha, lo, hi and the step count (a float, exact to 2^24) from one
+    # zero; `newton` (no Newton step yet) from `skip`, which is False wherever the search runs; the
+    # previous states from the rows' current ones (read only after a Newton step). Batched like the
+    # direction under vmap, as the loop's predicate is (one batching pass fewer).
     zero = jnp.zeros((), qacc.dtype)
-    # batched like the direction under vmap, as the loop's predicate is (one batching pass fewer)
-    init = tracing.varying_like(
-        line.Jp,
-        zero,
-        zero,
-        jnp.full_like(zero, jnp.inf),
-        jnp.asarray(skip, bool),
-        jnp.zeros((), jnp.int32),
-        jnp.zeros(line.jar.shape, jnp.int32),
-        jnp.zeros((), bool),
-    )
+    done0 = jnp.asarray(skip, bool)
+    init = tracing.varying_like(line.Jp, zero, zero, zero, done0, zero, prev_state, done0)
     if fixed:
         carry = tracing.fori_loop(0, LS_FIXED_STEPS + 1, lambda _, c: step(c), init)
     else:
         carry = tracing.while_loop(lambda c: ~c[3] & (c[4] <= max_iter), step, init)
-    return carry[0], carry[4] - 1
+    return carry[0], carry[4].astype(jnp.int32) - 1
 
 
 def _context(m: Model, d: Data) -> _Ctx:
@@ -383,12 +387,19 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
     qacc = d.qacc_smooth
     if m.disabled(_DSBL.mjDSBL_WARMSTART):
         Ma, jar = _products(ctx, qacc)
+        start_cost = tracing.varying_like(qacc, jnp.zeros((), qacc.dtype))  # (not read: below)
     else:
-        cand = jnp.stack([d.qacc_warmstart, d.qacc_smooth])
-        Mc, jc = jax.vmap(lambda q: _products(ctx, q))(cand)
-        cw, cs = jax.vmap(lambda q, Ma, jar: _eval(ctx, q, Ma, jar)[0])(cand, Mc, jc)
+        # (each product on its own: stacked, the two candidates made batched products with transposed
+        # operands, slower than the four plain ones)
+        qw, qs = d.qacc_warmstart, d.qacc_smooth
+        Mw, jw = _products(ctx, qw)
+        js = math.matmul(ctx.J, qs) - ctx.aref
+        cw = _eval(ctx, qw, Mw, jw)[0]
+        cs = jnp.sum(row_update(ctx.rows, js)[2])  # Gauss's term is 0 at qacc_smooth
         warm = cw < cs
-        qacc, Ma, jar = (jnp.where(warm, x[0], x[1]) for x in (cand, Mc, jc))
+        start_cost = cw  # (any cost: the loop's first pass does not read it)
+        qacc, jar = jnp.where(warm, qw, qs), jnp.where(warm, jw, js)
+        Ma = jnp.where(warm, Mw, math.matmul(ctx.M, qs))
 
     def precondition(grad, hess):
         if newton:
@@ -396,23 +407,23 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         return inertia.solve_m(m, d, grad)
 
     # The loop's first pass (it = -1) evaluates the starting point: its line search is skipped
-    # (alpha = 0; the search direction is zero), and it sets the first direction (-M^-1 grad or
-    # -H^-1 grad) and MuJoCo's initial convergence test. One traced copy of the cost, Hessian and
-    # factorisation serves the start and every iteration.
-    # The first pass reads no field of its state but qacc, Ma, jar and the (zero) search
-    # direction: the others start as arrays the step already holds (a fresh constant array is
-    # a kernel of its own in the compiled loop)
-    # (the constants batched like qacc: vmap then traces the loop's body twice, not three times)
-    zeros_v, cost0, start, done0 = tracing.varying_like(
-        qacc, jnp.zeros_like(qacc), jnp.zeros((), qacc.dtype), jnp.full((), -1, jnp.int32), jnp.zeros((), bool)
-    )
-    init = _State(qacc, Ma, jar, jar, cost0, Ma, zeros_v, Ma, efc_state, start, done0)
+    # (alpha = 0), and it sets the first direction (-M^-1 grad or -H^-1 grad) and MuJoCo's initial
+    # convergence test. One traced copy of the cost, Hessian and factorisation serves the start and
+    # every iteration.
+    # The first pass reads no field of its state but qacc, Ma, jar and the search direction, which
+    # it multiplies by alpha = 0: the others, and the direction, start as arrays the step already
+    # holds (a fresh constant array is a kernel of its own in the compiled loop); only the counter
+    # and `done` are new (batched like qacc: vmap then traces the loop's body twice, not three times)
+    start, done0 = tracing.varying_like(qacc, jnp.full((), -1, jnp.int32), jnp.zeros((), bool))
+    init = _State(qacc, Ma, jar, jar, start_cost, Ma, qacc, Ma, efc_state, start, done0)
 
     def iterate(s: _State) -> _State:
         first = s.it < 0
         gtol = gtol_ls * math.safe_norm(s.search)
         line = _line(ctx, s.qacc, s.search, s.Ma, s.jar)
-        alpha, _ = _line_search(ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line)
+        alpha, _ = _line_search(
+            ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line, prev_state=s.state
+        )
         qacc = s.qacc + alpha * s.search
         Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
         cost, grad, force, state, hw = _eval(ctx, qacc, Ma, jar)

@@ -186,7 +186,7 @@ SHARED = {(SPHERE, ELLIPSOID): (CAPSULE, ELLIPSOID)}
 def _shared_sizes(m: Model, geoms: np.ndarray):
     """The sizes of geoms 1 of the pairs: a sphere's unused sizes read as zero where it is collided as a
     capsule (SHARED; MuJoCo keeps whatever sizes the file gave a sphere beyond its radius)."""
-    size = m.geom_size[geoms]
+    size = math.take(m.geom_size, geoms)
     if not any(g.types in SHARED.values() for g in m.collision):
         return size
     sphere = np.asarray(m.geom_type)[geoms] == SPHERE
@@ -483,11 +483,26 @@ def make_frame(normal: jax.Array, tangent: jax.Array) -> jax.Array:
     return jnp.stack([x, y, math.cross(x, y)], -2)
 
 
-def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray):
-    """Mixed contact parameters of the pairs (g1, g2) (mj_contactParam, or the explicit pair's)."""
-    p1, p2 = m.geom_priority[g1], m.geom_priority[g2]
-    # every parameter of both geoms in two gathers from one table (a gather per field and side made
-    # a kernel each); the slices fuse into the mixing arithmetic
+# the contact parameters' columns: solref, solreffriction, solimp, friction, margin, margin + gap
+_SOLREF, _SRF, _SOLIMP, _FRICTION, _MARGIN, _REACH = (
+    np.arange(a, b) for a, b in ((0, 2), (2, 4), (4, 9), (9, 14), (14, 15), (15, 16))
+)
+# each column's field in the geoms' table below (solmix, solref 2, solimp 5, friction 3, margin, gap)
+_GEOM_COL = np.array([1, 2, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 10, 10, 11, 11])
+# and in the explicit pairs' (solref 2, solreffriction 2, solimp 5, friction 5, margin, gap)
+_PAIR_COL = np.arange(16)
+
+
+def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> jax.Array:
+    """Mixed contact parameters of the pairs (g1, g2) (mj_contactParam, or the explicit pair's), as the
+    columns of one array (pairs, 16): solref, solreffriction, solimp, friction, margin, and margin +
+    gap (how near the narrow phase looks).
+
+    One elementwise expression over the whole array: each entry reads its geoms' values by a gather
+    with static indices, so no value is computed per pair and broadcast over columns. XLA computes
+    the model's values once, outside a rollout's loop, and each array it computes there is a kernel
+    of its own: here one (a gather or a division with more than one user was one each)."""
+    dt = m.geom_solref.dtype
     table = jnp.concatenate(
         [
             m.geom_solmix[:, None],
@@ -498,43 +513,62 @@ def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray):
             m.geom_gap[:, None],
         ],
         -1,
-    )
-    t1, t2 = table[g1], table[g2]
-    s1, s2 = t1[:, 0], t2[:, 0]
-    r1, r2 = t1[:, 1:3], t2[:, 1:3]
-    i1, i2 = t1[:, 3:8], t2[:, 3:8]
-    f1, f2 = t1[:, 8:11], t2[:, 8:11]
+    ).ravel()
+    ncol, width = len(_GEOM_COL), 13
+    col = np.arange(ncol)
+
+    def read(g, c):  # (pairs, 16): geom g's field c (per column)
+        return table[(g * width)[:, None] + np.broadcast_to(c, (len(g), ncol))]
+
+    v1, v2 = read(g1, _GEOM_COL), read(g2, _GEOM_COL)
+    s1, s2 = read(g1, 0), read(g2, 0)  # solmix
+    r1, r2 = read(g1, 1), read(g2, 1)  # solref[0]
     both = (s1 >= math.MINVAL) & (s2 >= math.MINVAL)
     mix = jnp.where(
         both,
         s1 / jnp.where(both, s1 + s2, 1.0),
         jnp.where((s1 < math.MINVAL) & (s2 < math.MINVAL), 0.5, jnp.where(s1 < math.MINVAL, 0.0, 1.0)),
     )
-    standard = (r1[:, 0] > 0) & (r2[:, 0] > 0)
-    solref = jnp.where(standard[:, None], mix[:, None] * r1 + (1 - mix[:, None]) * r2, jnp.minimum(r1, r2))
-    solimp = mix[:, None] * i1 + (1 - mix[:, None]) * i2
-    fri = jnp.maximum(f1, f2)
-    hi1, hi2 = (p1 > p2)[:, None], (p1 < p2)[:, None]
-    solref = jnp.where(hi1, r1, jnp.where(hi2, r2, solref))
-    solimp = jnp.where(hi1, i1, jnp.where(hi2, i2, solimp))
-    fri = jnp.where(hi1, f1, jnp.where(hi2, f2, fri))
-    friction = fri[:, np.array([0, 0, 1, 2, 2])]
-    margin = t1[:, 11] + t2[:, 11]
-    gap = t1[:, 12] + t2[:, 12]
-    srf = jnp.zeros_like(solref)
+    mixed = mix * v1 + (1 - mix) * v2
+    standard = (r1 > 0) & (r2 > 0)
+    out = jnp.where(np.isin(col, _SOLREF), jnp.where(standard, mixed, jnp.minimum(v1, v2)), mixed)
+    out = jnp.where(np.isin(col, _FRICTION), jnp.maximum(v1, v2), out)
+    p1, p2 = m.geom_priority[g1][:, None], m.geom_priority[g2][:, None]
+    by_priority = np.isin(col, np.concatenate([_SOLREF, _SOLIMP, _FRICTION]))
+    out = jnp.where(by_priority & (p1 > p2), v1, jnp.where(by_priority & (p1 < p2), v2, out))
+    out = jnp.where(np.isin(col, _SRF), 0.0, out)
+    # margin and gap: the geoms' summed; margin + gap for the narrow phase
+    add = v1 + v2
+    gap = read(g1, 12) + read(g2, 12)
+    out = jnp.where(np.isin(col, _MARGIN), add, out)
+    out = jnp.where(np.isin(col, _REACH), add + gap, out)
     explicit = ipair >= 0
     if np.any(explicit):
         k = np.where(explicit, ipair, 0)
-        e = explicit[:, None]
-        solref = jnp.where(e, m.pair_solref[k], solref)
-        solimp = jnp.where(e, m.pair_solimp[k], solimp)
-        friction = jnp.where(e, m.pair_friction[k], friction)
-        srf = jnp.where(e, m.pair_solreffriction[k], srf)
-        margin = jnp.where(explicit, m.pair_margin[k], margin)
-        gap = jnp.where(explicit, m.pair_gap[k], gap)
-    if m.enabled(_ENBL.mjENBL_OVERRIDE):
-        margin = jnp.broadcast_to(m.opt.o_margin, margin.shape)
-    return solref, srf, solimp, jnp.maximum(1e-5, friction), margin, gap
+        pair = jnp.concatenate(
+            [
+                m.pair_solref,
+                m.pair_solreffriction,
+                m.pair_solimp,
+                m.pair_friction,
+                m.pair_margin[:, None],
+                m.pair_gap[:, None],
+            ],
+            -1,
+        ).ravel()
+        pw = 16
+        pv = pair[(k * pw)[:, None] + _PAIR_COL]
+        pv = jnp.where(np.isin(col, _REACH), pv + pair[(k * pw + 14)[:, None] + 0 * col], pv)  # margin + gap
+        out = jnp.where(explicit[:, None], pv, out)
+    if m.enabled(_ENBL.mjENBL_OVERRIDE):  # MuJoCo's global margin (the gap stays the pairs')
+        gap_of = (
+            jnp.where(explicit[:, None], pair[(np.where(explicit, ipair, 0) * 16 + 15)[:, None] + 0 * col], gap)
+            if np.any(explicit)
+            else gap
+        )
+        out = jnp.where(np.isin(col, _MARGIN), m.opt.o_margin, out)
+        out = jnp.where(np.isin(col, _REACH), m.opt.o_margin + gap_of, out)
+    return jnp.where(np.isin(col, _FRICTION), jnp.maximum(jnp.asarray(1e-5, dt), out), out)
 
 
 def slot_geoms(m: Model) -> tuple[np.ndarray, np.ndarray] | None:
@@ -564,27 +598,29 @@ def collision(m: Model, d: Data) -> Data:
         g1 = np.concatenate([g.geom1 for g in groups])
         g2 = np.concatenate([g.geom2 for g in groups])
         ipair = np.concatenate([g.ipair for g in groups])
-        solref, srf, solimp, friction, margin, gap = _params(m, g1, g2, ipair)
         pos1, mat1, size1 = math.take(d.geom_xpos, g1), math.take(d.geom_xmat, g1), _shared_sizes(m, g1)
-        pos2, mat2, size2 = math.take(d.geom_xpos, g2), math.take(d.geom_xmat, g2), m.geom_size[g2]
-        outs, start, pair_of_slot = [], 0, []
+        pos2, mat2, size2 = math.take(d.geom_xpos, g2), math.take(d.geom_xmat, g2), math.take(m.geom_size, g2)
+        # every slot's parameters, of its pair (pairs in group order, each pair's slots consecutive)
+        ps = np.concatenate([np.repeat(np.arange(len(g.geom1)), g.slot.shape[1]) for g in groups])
+        ps += np.repeat(np.cumsum([0] + [len(g.geom1) for g in groups])[:-1], [g.slot.size for g in groups])
+        per_slot = _params(m, g1[ps], g2[ps], ipair[ps])
+        outs, start, first = [], 0, 0
         multiccd = not m.disabled(_DSBL.mjDSBL_MULTICCD)
         for g in groups:
             fn = narrow(g.types, multiccd)[0]
             extra = {"m": m} if getattr(fn, "uses_model", False) else {}
             sl = slice(start, start + len(g.geom1))
-            out = fn(g, pos1[sl], mat1[sl], size1[sl], pos2[sl], mat2[sl], size2[sl], (margin + gap)[sl], **extra)
+            # margin + gap of each pair: its first slot's (a reshape and a slice, which XLA does not
+            # hoist out of a rollout's loop as it does a gather)
+            npair, ncon = g.slot.shape
+            reach = per_slot[first : first + npair * ncon, _REACH[0]].reshape(npair, ncon)[:, 0]
+            out = fn(g, pos1[sl], mat1[sl], size1[sl], pos2[sl], mat2[sl], size2[sl], reach, **extra)
             # (pairs, ncon, ...) -> (pairs * ncon, ...): the group's slots, pair by pair
             outs.append([x.reshape((-1,) + x.shape[2:]) for x in out])
-            pair_of_slot.append(np.repeat(np.arange(sl.start, sl.stop), g.slot.shape[1]))
-            start = sl.stop
+            start, first = sl.stop, first + npair * ncon
         dist, pos, normal, tangent, ok = (jnp.concatenate(xs) for xs in zip(*outs))
-        ps = np.concatenate(pair_of_slot)
-        # the slots' parameters in one gather of one table (each model-only gather is a kernel of its
-        # own once XLA hoists it out of a rollout's loop; the table's slices fuse into their users)
-        per_slot = jnp.concatenate([solref, srf, solimp, friction, margin[:, None]], -1)[ps]
         solref, srf, solimp, friction, margin = (
-            per_slot[:, a:b] for a, b in ((0, 2), (2, 4), (4, 9), (9, 14), (14, 15))
+            per_slot[:, c[0] : c[-1] + 1] for c in (_SOLREF, _SRF, _SOLIMP, _FRICTION, _MARGIN)
         )
         # a contact inside the gap but outside the margin is excluded, as in MuJoCo
         active = ok & (dist < margin[:, 0])

@@ -265,8 +265,9 @@ def make_constraint(m: Model, d: Data) -> Data:
         # every kind of row contributes (rows, values) pieces; the arrays are assembled once at the
         # end (a concatenation, and one gather when the pieces are not already in row order): a
         # scatter per kind and field made one XLA kernel each
-        Js, poss, margins, flosses, actives = [], [], [], [], []
+        Js, poss, actives = [], [], []
         typ, ids, side = lay.type, lay.id, lay.side
+        solref, solimp, margin, imp_margin, floss, bound, inv_weight = _row_params(m, d)
         # equality
         for rows, jac, p, eqs in _equality_rows(m, d):
             nonempty = jnp.any(jac != 0, axis=(1, 2))  # MuJoCo drops all-zero equalities
@@ -278,24 +279,20 @@ def make_constraint(m: Model, d: Data) -> Data:
         r = np.nonzero(typ == FRICTION_DOF)[0]
         if r.size:
             Js.append((r, np.eye(nv, dtype=dt)[ids[r]]))
-            flosses.append((r, m.dof_frictionloss[ids[r]]))
             actives.append((r, np.ones(r.size, bool)))
         r = np.nonzero(typ == FRICTION_TENDON)[0]
         if r.size:
             Js.append((r, d.ten_J[ids[r]]))
-            flosses.append((r, m.tendon_frictionloss[ids[r]]))
             actives.append((r, np.ones(r.size, bool)))
         # joint limits: scalar joints each side, ball joints as a cone on the rotation angle
         r = np.nonzero((typ == LIMIT_JOINT) & (side != 0))[0]
         if r.size:
             j = ids[r]
             value = d.qpos[m.jnt_qposadr[j]]
-            rng = m.jnt_range[j]
-            dist = side[r].astype(dt) * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - value)
+            dist = side[r].astype(dt) * (math.take(bound, r) - value)
             Js.append((r, -side[r].astype(dt)[:, None] * np.eye(nv, dtype=dt)[m.jnt_dofadr[j]]))
             poss.append((r, dist))
-            margins.append((r, m.jnt_margin[j]))
-            actives.append((r, dist < m.jnt_margin[j]))
+            actives.append((r, dist < math.take(margin, r)))
         r = np.nonzero((typ == LIMIT_JOINT) & (side == 0))[0]
         if r.size:
             j = ids[r]
@@ -304,21 +301,18 @@ def make_constraint(m: Model, d: Data) -> Data:
             angle = math.safe_norm(rv)
             axis = rv / jnp.maximum(angle, math.MINVAL)[:, None]
             axis = jnp.where((angle < math.MINVAL)[:, None], jnp.array([1.0, 0, 0], dt), axis)
-            dist = jnp.max(m.jnt_range[j], axis=-1) - angle
+            dist = math.take(bound, r) - angle
             onehot = np.eye(nv, dtype=dt)[m.jnt_dofadr[j][:, None] + np.arange(3)]  # (k, 3, nv)
             Js.append((r, -jnp.sum(axis[:, :, None] * onehot, 1)))
             poss.append((r, dist))
-            margins.append((r, m.jnt_margin[j]))
-            actives.append((r, dist < m.jnt_margin[j]))
+            actives.append((r, dist < math.take(margin, r)))
         r = np.nonzero(typ == LIMIT_TENDON)[0]
         if r.size:
             t = ids[r]
-            rng = m.tendon_range[t]
-            dist = side[r].astype(dt) * (jnp.where(side[r] < 0, rng[:, 0], rng[:, 1]) - d.ten_length[t])
+            dist = side[r].astype(dt) * (math.take(bound, r) - d.ten_length[t])
             Js.append((r, -side[r].astype(dt)[:, None] * d.ten_J[t]))
             poss.append((r, dist))
-            margins.append((r, m.tendon_margin[t]))
-            actives.append((r, dist < m.tendon_margin[t]))
+            actives.append((r, dist < math.take(margin, r)))
 
         con = d.contact
         normal_only = m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC  # elliptic: pos on the normal row only
@@ -329,14 +323,13 @@ def make_constraint(m: Model, d: Data) -> Data:
             act = math.take(con.active, slots) & moved  # MuJoCo skips contacts no dof moves
             Js.append((rows, jac))
             poss.append((rows, jnp.where(keep, math.take(con.dist, slots)[:, None], 0.0)))
-            margins.append((rows, jnp.where(keep, math.take(con.includemargin, slots)[:, None], 0.0)))
             actives.append((rows, jnp.broadcast_to(act[:, None], rows.shape)))
         J = math.assemble(n, Js, jnp.zeros(nv, dt))
-        pos, margin, floss = (math.assemble(n, x, jnp.zeros((), dt)) for x in (poss, margins, flosses))
+        pos = math.assemble(n, poss, jnp.zeros((), dt))
         active = math.assemble(n, actives, jnp.zeros((), bool))
 
-        diag = _diag_approx(m, d, J)
-        R, K, B, imp = _impedance(m, d, pos, margin, diag)
+        diag = _diag_exact(m, d, J) if inv_weight is None else inv_weight
+        R, K, B, imp = _impedance(m, solref, solimp, pos, imp_margin, diag)
         R = _contact_regulariser(m, d, R)
         diag = R * imp / (1.0 - imp)
         # efc_KBIP is written whole: selects, not a minor-axis concatenation (math.stack_select)
@@ -452,17 +445,25 @@ def _contact_regulariser(m: Model, d: Data, R: jax.Array) -> jax.Array:
     return R.at[rows].set(rpy[index])
 
 
-def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
-    """Approximate diagonal of J M^-1 J' from the model's invweight0 (mj_diagApprox), or the
-    exact diagonal under the `diagexact` enable flag."""
+def _diag_exact(m: Model, d: Data, J: jax.Array) -> jax.Array:
+    """The diagonal of J M^-1 J' (under the `diagexact` enable flag)."""
+    # M^-1 by its columns, then a product: solving for J' directly is nefc right-hand sides per world,
+    # which `linalg` must split into one LAPACK call per world (see its docstring) at large batches
+    minv = inertia.solve_m(m, d, jnp.eye(m.nv, dtype=J.dtype))
+    return jnp.sum(J * (J @ minv), axis=1)
+
+
+def _kind_rows(lay: Layout, kind) -> np.ndarray:
+    """The rows of one kind (`_CONTACTS`: of every contact), in order."""
+    return np.nonzero(np.isin(lay.type, kind))[0]
+
+
+def _inv_weight(m: Model, d: Data) -> dict:
+    """Approximate diagonal of J M^-1 J' from the model's invweight0 (mj_diagApprox), by kind of row:
+    {kind: values of the rows `_kind_rows(lay, kind)`, in order} (`_CONTACTS` for every contact)."""
     lay = m.efc
-    if m.enabled(_ENBL.mjENBL_DIAGEXACT):
-        # M^-1 by its columns, then a product: solving for J' directly is nefc right-hand sides per world,
-        # which `linalg` must split into one LAPACK call per world (see its docstring) at large batches
-        minv = inertia.solve_m(m, d, jnp.eye(m.nv, dtype=J.dtype))
-        return jnp.sum(J * (J @ minv), axis=1)
     dt = d.qpos.dtype
-    pieces = []  # (rows, values), assembled once: a scatter per kind made a kernel each
+    pieces = {}
     typ, ids = lay.type, lay.id
     iw = m.body_invweight0
     r = np.nonzero(typ == EQUALITY)[0]
@@ -483,16 +484,17 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
         jw1 = m.dof_invweight0[m.jnt_dofadr[np.where(et == EQ_JOINT, o1, 0)]] if m.nv else t1
         jw2 = m.dof_invweight0[m.jnt_dofadr[np.where(et == EQ_JOINT, o2s, 0)]] if m.nv else t2
         scalar = jnp.where(et == EQ_JOINT, jw1 + jnp.where(two, jw2, 0.0), t1 + jnp.where(two, t2, 0.0))
-        pieces.append((r, jnp.where((et == EQ_CONNECT) | (et == EQ_WELD), body_w, scalar)))
+        pieces[EQUALITY] = jnp.where((et == EQ_CONNECT) | (et == EQ_WELD), body_w, scalar)
     r = np.nonzero(typ == FRICTION_DOF)[0]
     if r.size:
-        pieces.append((r, m.dof_invweight0[ids[r]]))
+        pieces[FRICTION_DOF] = m.dof_invweight0[ids[r]]
     r = np.nonzero(typ == LIMIT_JOINT)[0]
     if r.size:
-        pieces.append((r, m.dof_invweight0[m.jnt_dofadr[ids[r]]]))
-    r = np.nonzero((typ == FRICTION_TENDON) | (typ == LIMIT_TENDON))[0]
-    if r.size:
-        pieces.append((r, m.tendon_invweight0[ids[r]]))
+        pieces[LIMIT_JOINT] = m.dof_invweight0[m.jnt_dofadr[ids[r]]]
+    for kind in (FRICTION_TENDON, LIMIT_TENDON):
+        r = np.nonzero(typ == kind)[0]
+        if r.size:
+            pieces[kind] = m.tendon_invweight0[ids[r]]
     r = np.nonzero(np.isin(typ, _CONTACTS))[0]
     if r.size:
         con = d.contact
@@ -508,93 +510,149 @@ def _diag_approx(m: Model, d: Data, J: jax.Array) -> jax.Array:
         fri = con.friction[slot, np.minimum(k, 4)]
         edge = tran + fri * fri * jnp.where(k < 2, tran, rot)
         ell = jnp.where(r - lay.group[r] < 3, tran, rot)
-        val = jnp.where(typ[r] == CONTACT_FRICTIONLESS, tran, jnp.where(typ[r] == CONTACT_ELLIPTIC, ell, edge))
-        pieces.append((r, val))
-    return math.assemble(lay.nefc, pieces, jnp.zeros((), dt))
+        pieces[_CONTACTS] = jnp.where(
+            typ[r] == CONTACT_FRICTIONLESS, tran, jnp.where(typ[r] == CONTACT_ELLIPTIC, ell, edge)
+        )
+    return pieces
 
 
-def _solparams(m: Model, d: Data):
-    """Per-row solref and solimp, sanitised as MuJoCo's getsolparam."""
+def _row_params(m: Model, d: Data):
+    """Every row's model parameters: solref (n, 2) and solimp (n, 5), sanitised as MuJoCo's
+    getsolparam; and (n,) each: the margin (`efc_margin`), the impedance's margin (a contact's on
+    every row of it), the friction loss, a limit row's bound (the end of the range on its side; a ball
+    joint's largest) and, unless `diagexact` is on, the approximate diagonal of J M^-1 J'
+    (mj_diagApprox). They are the columns of one array, gathered once from the kinds' tables with
+    static row indices and sanitised as a whole: a rollout's loop reads each model-only array as a
+    kernel of its own (XLA hoists it out of the loop), so the rows' parameters are one kernel, not
+    one per field and kind."""
     lay = m.efc
-    typ, ids = lay.type, lay.id
+    typ, ids, side = lay.type, lay.id, lay.side
     n = lay.nefc
     dt = d.qpos.dtype
-    refs, imps = [], []
-    sources = (
-        (EQUALITY, m.eq_solref, m.eq_solimp),
-        (LIMIT_JOINT, m.jnt_solref, m.jnt_solimp),
-        (FRICTION_DOF, m.dof_solref, m.dof_solimp),
-        (LIMIT_TENDON, m.tendon_solref_lim, m.tendon_solimp_lim),
-        (FRICTION_TENDON, m.tendon_solref_fri, m.tendon_solimp_fri),
-    )
-    for t, ref, imp in sources:
+
+    weights = None if m.enabled(_ENBL.mjENBL_DIAGEXACT) else _inv_weight(m, d)
+
+    def sanitised(ref, imp):
+        """solref and solimp as MuJoCo's getsolparam makes them: a mixed-sign solref is the default,
+        the time constant at least two steps (unless `refsafe` is off), solimp within its bounds."""
+        ref, imp = jnp.asarray(ref, dt), jnp.asarray(imp, dt)
+        mixed = (ref[:, :1] > 0) ^ (ref[:, 1:] > 0)
+        ref = jnp.where(mixed, np.array(DEFAULT_SOLREF, dt), ref)
+        if not m.disabled(_DSBL.mjDSBL_REFSAFE):  # the time constant, where positive
+            ref = jnp.where((np.arange(2) == 0) & (ref > 0), jnp.maximum(ref, 2 * m.opt.timestep), ref)
+        lo = np.array([MINIMP, MINIMP, 0.0, MINIMP, 1.0], dt)
+        hi = np.array([MAXIMP, MAXIMP, np.inf, MAXIMP, np.inf], dt)
+        return ref, jnp.minimum(jnp.maximum(imp, lo), hi)
+
+    sources, index = [], np.zeros(n, int)  # the kinds' source tables, and each row's source row
+
+    def add(kind, rows, i, ref, imp, margin=None, floss=None, bound=None):
+        """The rows `rows` read source rows `i` of a table of solref and solimp (sanitised), margin,
+        frictionloss and bound (each (nsrc,), 0 if None)."""
+        ref, imp = sanitised(ref, imp)
+        extra = [
+            jnp.zeros((len(ref), 1), dt) if x is None else jnp.asarray(x, dt)[:, None] for x in (margin, floss, bound)
+        ]
+        index[rows] = sum(len(x) for x in sources) + i
+        sources.append(jnp.concatenate([ref, imp] + extra, 1))
+
+    r = np.nonzero(typ == EQUALITY)[0]
+    if r.size:
+        add(EQUALITY, r, ids[r], m.eq_solref, m.eq_solimp)
+    for t, ref, imp, floss in (
+        (FRICTION_DOF, m.dof_solref, m.dof_solimp, m.dof_frictionloss),
+        (FRICTION_TENDON, m.tendon_solref_fri, m.tendon_solimp_fri, m.tendon_frictionloss),
+    ):
         r = np.nonzero(typ == t)[0]
         if r.size:
-            refs.append((r, ref[ids[r]]))
-            imps.append((r, imp[ids[r]]))
+            add(t, r, ids[r], ref, imp, floss=floss)
+    for t, ref, imp, margin, rng in (
+        (LIMIT_JOINT, m.jnt_solref, m.jnt_solimp, m.jnt_margin, m.jnt_range),
+        (LIMIT_TENDON, m.tendon_solref_lim, m.tendon_solimp_lim, m.tendon_margin, m.tendon_range),
+    ):
+        r = np.nonzero(typ == t)[0]
+        if r.size:
+            # sources: each joint (tendon) three times, with the lower end, the upper end, then the
+            # largest (ball joints) as its bound
+            rng = jnp.asarray(rng, dt)
+            ends = jnp.concatenate([rng[:, 0], rng[:, 1], jnp.max(rng, axis=-1)])
+            three = [jnp.concatenate([x] * 3) for x in (ref, imp, margin)]
+            i = ids[r] + len(rng) * np.select([side[r] < 0, side[r] > 0], [0, 1], 2)
+            add(t, r, i, three[0], three[1], margin=three[2], bound=ends)
     r = np.nonzero(np.isin(typ, _CONTACTS))[0]
     if r.size:
+        con = d.contact
         if m.enabled(_ENBL.mjENBL_OVERRIDE):  # MuJoCo's global contact overrides
-            ref = jnp.broadcast_to(m.opt.o_solref, (r.size, 2))
-            imp = jnp.broadcast_to(m.opt.o_solimp, (r.size, 5))
+            ref = jnp.broadcast_to(m.opt.o_solref, (m.ncon_max, 2))
+            imp = jnp.broadcast_to(m.opt.o_solimp, (m.ncon_max, 5))
         else:
-            ref, imp = d.contact.solref[ids[r]], d.contact.solimp[ids[r]]
-        # elliptic friction rows use solreffriction when it is set (a mixed sign counts as unset)
-        fr = (typ[r] == CONTACT_ELLIPTIC) & (r != lay.group[r])
-        if fr.any():
-            srf = d.contact.solreffriction[ids[r]]
-            use = fr & ((srf[:, 0] != 0) | (srf[:, 1] != 0)) & ~((srf[:, 0] > 0) ^ (srf[:, 1] > 0))
-            ref = jnp.where(use[:, None], srf, ref)
-        refs.append((r, ref))
-        imps.append((r, imp))
-    # one concatenation per field (a scatter per kind made a kernel each)
-    solref = math.assemble(n, refs, jnp.zeros(2, dt))
-    solimp = math.assemble(n, imps, jnp.zeros(5, dt))
-    mixed = (solref[:, 0] > 0) ^ (solref[:, 1] > 0)
-    solref = jnp.where(mixed[:, None], jnp.array(DEFAULT_SOLREF, dt), solref)
-    # whole-array operations with per-column constants, not columns stacked again: every model-only
-    # value a rollout's loop reads is a kernel of its own once XLA hoists it out of the loop
-    if not m.disabled(_DSBL.mjDSBL_REFSAFE):
-        tc = (np.arange(2) == 0) & (solref > 0)  # the time constant, where positive
-        solref = jnp.where(tc, jnp.maximum(solref, 2 * m.opt.timestep), solref)
-    lo = np.array([MINIMP, MINIMP, 0.0, MINIMP, 1.0], dt)
-    hi = np.array([MAXIMP, MAXIMP, np.inf, MAXIMP, np.inf], dt)
-    solimp = jnp.minimum(jnp.maximum(solimp, lo), hi)
-    return solref, solimp
+            ref, imp = con.solref, con.solimp
+        add(_CONTACTS, r, ids[r], ref, imp, margin=con.includemargin)
+    # one gather of one table (XLA fuses it into one kernel; a gather per kind made more)
+    table = jnp.concatenate(sources)[index]
+    if weights is not None:
+        pieces = [(_kind_rows(lay, kind), w) for kind, w in weights.items()]
+        table = jnp.concatenate([table, math.assemble(n, pieces, jnp.zeros((), dt))[:, None]], 1)
+    # elliptic friction rows use solreffriction when it is set (a mixed sign counts as unset)
+    fr = (typ == CONTACT_ELLIPTIC) & (np.arange(n) != lay.group)
+    if fr.any():
+        srf = d.contact.solreffriction[np.where(fr, ids, 0)]
+        use = fr & ((srf[:, 0] != 0) | (srf[:, 1] != 0)) & ~((srf[:, 0] > 0) ^ (srf[:, 1] > 0))
+        srf = jnp.pad(sanitised(srf, jnp.zeros((n, 5), dt))[0], ((0, 0), (0, table.shape[1] - 2)))
+        table = jnp.where(use[:, None] & (np.arange(table.shape[1]) < 2), srf, table)
+    solref, solimp, imp_margin, floss, bound = table[:, :2], table[:, 2:7], table[:, 7], table[:, 8], table[:, 9]
+    inv_weight = table[:, 10] if table.shape[1] > 10 else None
+    # an elliptic contact's margin (efc_margin) is its normal row's alone
+    off_normal = np.isin(typ, _CONTACTS) & (np.arange(n) != lay.group) & (m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC)
+    margin = jnp.where(off_normal, 0.0, imp_margin) if off_normal.any() else imp_margin
+    return solref, solimp, margin, imp_margin, floss, bound, inv_weight
 
 
-def _curve_constants(solimp: jax.Array) -> jax.Array:
-    """What `_impedance_curve` needs of each row's solimp besides its power (model constants), as the
-    columns of one elementwise expression: a rollout's loop then reads one hoisted array (one kernel)
-    instead of one per value, and no model-only predicate (a compare XLA would hoist as well). Columns:
-    the width (1 where the curve is flat), the two power-law scales, d0 and dwidth - d0 (the flat
-    curve's value and 0 where it is flat, so the curve yields that value), and mid (1 where the power
-    is 1, so the curve's lower branch, x itself, always applies). (XLA still computes the two powers
-    in kernels of their own: it moves them before the broadcast, and does not fuse an expensive
-    producer into a broadcast.)"""
-    ncol = 6
-    d0, dw, width, mid, power = (jnp.broadcast_to(solimp[:, k : k + 1], (solimp.shape[0], ncol)) for k in range(5))
+def _row_constants(m: Model, solref: jax.Array, solimp: jax.Array) -> jax.Array:
+    """What the impedance and the reference acceleration need of each row's solref and solimp (model
+    constants), as the columns of one array (n, 9):
+
+    - the impedance curve's width (1 where the curve is flat), its two power-law scales
+      1 / mid^(p-1) and 1 / (1-mid)^(p-1), d0 and dwidth - d0 (the flat curve's value and 0 where it
+      is flat, so the curve yields that value), mid (1 where the power is 1, so the curve's lower
+      branch, x itself, always applies) and 1 / width;
+    - K and B (mj_makeImpedance; K is 0 on friction rows).
+
+    One elementwise expression with no model-only predicate, one power and one division over all
+    columns (the columns that need neither take 1^e and x / 1, both exact): XLA computes the model's
+    values once, outside a rollout's loop, and each value it computes there is a kernel of its own."""
+    lay = m.efc
+    n, ncol = lay.nefc, 9
+    col = np.arange(ncol)
+    d0, dw, width, mid, power = (solimp[:, k : k + 1] for k in range(5))
     flat = (d0 == dw) | (width <= math.MINVAL)
-    cols = [
-        jnp.where(flat, 1.0, width),
-        1.0 / jnp.power(mid, power - 1.0),
-        1.0 / jnp.power(1.0 - mid, power - 1.0),
-        jnp.where(flat, 0.5 * (d0 + dw), d0),
-        jnp.where(flat, 0.0, dw - d0),
-        jnp.where(power == 1.0, 1.0, mid),
-    ]
-    which = np.arange(ncol)
-    out = cols[-1]
-    for k in range(ncol - 2, -1, -1):
-        out = jnp.where(which == k, cols[k], out)
-    return out
+    width = jnp.where(flat, 1.0, width)
+    r0, r1, dm = solref[:, :1], solref[:, 1:], dw
+    friction = (lay.type == FRICTION_DOF) | (lay.type == FRICTION_TENDON)
+    friction = friction | ((lay.type == CONTACT_ELLIPTIC) & (lay.group != np.arange(n)))
+    std = jnp.where(col == 7, r0, r1) > 0  # K: stiffness and damping given; B: damping ratio given
+    # numerators
+    num = jnp.where(col == 0, width, 1.0)
+    num = jnp.where(col == 3, jnp.where(flat, 0.5 * (d0 + dw), d0), num)
+    num = jnp.where(col == 4, jnp.where(flat, 0.0, dw - d0), num)
+    num = jnp.where(col == 5, jnp.where(power == 1.0, 1.0, mid), num)
+    num = jnp.where(col == 7, jnp.where(std, 1.0, -r0), num)
+    num = jnp.where(col == 8, jnp.where(std, 2.0, -r1), num)
+    num = jnp.where((col == 7) & friction[:, None], 0.0, num)  # no stiffness on friction rows
+    # denominators: the power laws' powers (of 1 elsewhere), the width, K's and B's
+    base = jnp.where(col == 1, mid, jnp.where(col == 2, 1.0 - mid, 1.0))
+    den = jnp.power(base, jnp.where((col == 1) | (col == 2), power - 1.0, 1.0))
+    den = jnp.where(col == 6, width, den)
+    kden = jnp.where(col == 7, jnp.where(std, dm * dm * r0**2 * r1**2, dm * dm), jnp.where(std, dm * r0, dm))
+    den = jnp.where(col >= 7, jnp.maximum(math.MINVAL, kden), den)
+    return num / den
 
 
-def _impedance_curve(solimp: jax.Array, pos: jax.Array, margin: jax.Array) -> jax.Array:
+def _impedance_curve(solimp: jax.Array, consts: jax.Array, pos: jax.Array, margin: jax.Array) -> jax.Array:
     """MuJoCo's impedance d(r) in [d0, dwidth] of the violation r = |pos - margin| (getimpedance)."""
     power = solimp[:, 4]
-    width, a, b, d0, span, mid = (c for c in _curve_constants(solimp).T)
-    x = jnp.abs((pos - margin) / width)
+    width, a, b, d0, span, mid, inv_width = (consts[:, k] for k in range(7))
+    x = jnp.abs((pos - margin) * inv_width)
     xc = jnp.clip(x, 1e-300, 1.0)
     y_low = a * jnp.power(xc, power)  # x itself where the power is 1 (a = 1, mid = 1)
     y_high = 1.0 - b * jnp.power(jnp.maximum(1.0 - xc, 0.0), power)
@@ -603,10 +661,10 @@ def _impedance_curve(solimp: jax.Array, pos: jax.Array, margin: jax.Array) -> ja
     return d0 + y * span  # the flat curve's value where it is flat (span 0)
 
 
-def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.Array):
-    """Regulariser R, and K, B and imp per row (mj_makeImpedance)."""
+def _impedance(m: Model, solref, solimp, pos: jax.Array, margin: jax.Array, diag: jax.Array):
+    """Regulariser R, and K, B and imp per row (mj_makeImpedance), from `_row_params`' solref and
+    solimp; `margin` the rows' impedance margins (a contact's on every row of it)."""
     lay = m.efc
-    solref, solimp = _solparams(m, d)
     # connect and weld rows share one impedance, of the norm of their violation
     group_sq = jax.ops.segment_sum(pos * pos, lay.group, num_segments=lay.nefc)
     eq_vec = np.zeros(lay.nefc, bool)
@@ -615,20 +673,10 @@ def _impedance(m: Model, d: Data, pos: jax.Array, margin: jax.Array, diag: jax.A
         eq_vec = (lay.type == EQUALITY) & np.isin(eq_kind, (EQ_CONNECT, EQ_WELD))
     contact = np.isin(lay.type, _CONTACTS)
     ipos = jnp.where(eq_vec, jnp.sqrt(group_sq[lay.group]), jnp.where(contact, pos[lay.group], pos))
-    imp = _impedance_curve(solimp, ipos, jnp.where(contact, margin[lay.group], margin))
+    consts = _row_constants(m, solref, solimp)
+    imp = _impedance_curve(solimp, consts, ipos, margin)
     R = jnp.maximum(math.MINVAL, (1.0 - imp) * diag / imp)
-    dmax = solimp[:, 1]
-    friction = (lay.type == FRICTION_DOF) | (lay.type == FRICTION_TENDON)
-    friction = friction | ((lay.type == CONTACT_ELLIPTIC) & (lay.group != np.arange(lay.nefc)))
-    # K and B (model constants) as the two columns of one elementwise expression: a rollout's loop
-    # then reads one hoisted array (one kernel) instead of two
-    r0, r1, dm = solref[:, :1], solref[:, 1:], dmax[:, None]
-    first = np.arange(2) == 0  # column K
-    std = jnp.where(first, r0, r1) > 0  # K: stiffness and damping given; B: damping ratio given
-    num = jnp.where(first, jnp.where(std, 1.0, -r0), jnp.where(std, 2.0, -r1))
-    den = jnp.where(first, jnp.where(std, dm * dm * r0**2 * r1**2, dm * dm), jnp.where(std, dm * r0, dm))
-    kb = jnp.where(first & friction[:, None], 0.0, num / jnp.maximum(math.MINVAL, den))
-    return R, kb[:, 0], kb[:, 1], imp
+    return R, consts[:, 7], consts[:, 8], imp
 
 
 @tracing.inline_numpy

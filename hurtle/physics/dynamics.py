@@ -27,7 +27,7 @@ def com_vel(m: Model, d: Data) -> Data:
             return d.replace(cvel=jnp.zeros((m.nbody, 6), dt))
         motion = d.cdof * d.qvel[:, None]  # (nv, 6)
         cvel = math.const_matmul(t.body_dof_anc, motion)
-        before = math.matmul(t.dof_prefix.astype(dt), motion)  # velocity each dof is added to
+        before = math.const_matmul(t.dof_prefix, motion)  # velocity each dof is added to
         cdof_dot = math.cross_motion(before, d.cdof)
         # a free joint's translation is constant in the world frame
         cdof_dot = jnp.where(t.dof_free[:, None], 0.0, cdof_dot)
@@ -39,7 +39,7 @@ def _subtree_force(m: Model, d: Data, cfrc: jax.Array) -> jax.Array:
     if m.nv == 0:
         return jnp.zeros(0, cfrc.dtype)
     # dof i feels the wrenches of all bodies it moves: body_dof_anc[b, i]
-    per_dof = math.matmul(m.tree.body_dof_anc.T.astype(cfrc.dtype), cfrc)
+    per_dof = math.const_matmul(m.tree.body_dof_anc.T, cfrc)
     return jnp.sum(d.cdof * per_dof, -1)
 
 

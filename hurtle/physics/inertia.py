@@ -22,14 +22,16 @@ def crb(m: Model, d: Data) -> Data:
     with jax.named_scope("crb"):
         t = m.tree
         # composite inertia of every body: the sum of cinert over its subtree (world excluded)
-        sub = t.body_subtree.astype(d.qpos.dtype)
-        crb_ = math.matmul(sub, d.cinert).at[0].set(d.cinert[0])
+        crb_ = math.const_matmul(t.body_subtree, d.cinert).at[0].set(d.cinert[0])
         if m.nv == 0:
             return d.replace(crb=crb_, qM=jnp.zeros((0, 0), d.qpos.dtype))
         buf = math.inert_mul(crb_[m.dof_bodyid], d.cdof)  # (nv, 6)
         g = math.matmul(buf, d.cdof.T)  # g[i, j] = cdof_j . (crb_i cdof_i)
         low = jnp.where(t.dof_anc, g, 0.0)
-        qm = math.symmetric_from_lower(low) + math.diag_embed(m.dof_armature)
+        # the upper triangle mirrored, the armature on the diagonal: one select (the armature's
+        # diagonal matrix alone would be a model-only value, a kernel of its own in a rollout's loop)
+        eye = np.eye(m.nv, dtype=bool)
+        qm = low + jnp.where(eye, jnp.broadcast_to(m.dof_armature, low.shape), low.T)
         if m.ntendon:
             # tendon armature, kept inside the tree sparsity as MuJoCo does
             ja = d.ten_J * m.tendon_armature[:, None]

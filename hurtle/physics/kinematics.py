@@ -174,9 +174,12 @@ def com_pos(m: Model, d: Data) -> Data:
     with jax.named_scope("com_pos"):
         t = m.tree
         mass = m.body_mass
-        sub = t.body_subtree.astype(d.qpos.dtype)
-        sub_mass = math.matmul(sub, mass)
-        sub_mom = math.matmul(sub, mass[:, None] * d.xipos)
+        # the subtrees' mass moments and masses in one product, the masses a column beside the moments
+        # (batched with them: alone they would be a model-only value, a kernel of its own in a
+        # rollout's loop, and so would the test and the division on them)
+        weighted = jnp.concatenate([mass[:, None] * d.xipos, jnp.broadcast_to(mass[:, None], (m.nbody, 1))], -1)
+        summed = math.const_matmul(t.body_subtree, weighted)
+        sub_mom, sub_mass = summed[:, :3], summed[:, 3]
         ok = sub_mass >= math.MINVAL
         subtree_com = jnp.where(ok[:, None], sub_mom / jnp.where(ok, sub_mass, 1.0)[:, None], d.xipos)
 

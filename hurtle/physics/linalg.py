@@ -77,21 +77,32 @@ def _swap(x: jax.Array) -> jax.Array:
 
 # -- Cholesky -------------------------------------------------------------------------------------------
 
-_cholesky_p = _primitive(
-    "hurtle_cholesky",
-    lambda a: jax.lax.linalg.cholesky(a, symmetrize_input=False),
-    lambda a: a.shape[-1] ** 3 // 3 + 1,
-)
+try:  # jax's primitive itself: `jax.lax.linalg.cholesky` masks the upper triangle to zero after it
+    from jax._src.lax.linalg import cholesky_p as _lax_cholesky_p
+
+    def _potrf(a):
+        return _lax_cholesky_p.bind(a)
+
+except ImportError:  # pragma: no cover (a jax without it: the masked factor)
+
+    def _potrf(a):
+        return jax.lax.linalg.cholesky(a, symmetrize_input=False)
+
+
+_cholesky_p = _primitive("hurtle_cholesky", _potrf, lambda a: a.shape[-1] ** 3 // 3 + 1)
 
 
 def cholesky(a: jax.Array) -> jax.Array:
     """Lower-triangular L with a = L L' (`jax.lax.linalg.cholesky(a, symmetrize_input=False)`): only the
-    lower triangle of `a` is read, and its tangent is taken as given (symmetric)."""
-    return _cholesky_p.bind(a)
+    lower triangle of `a` is read, and its tangent is taken as given (symmetric). NaN where `a` is not
+    positive definite."""
+    return jnp.tril(_cholesky_p.bind(a))
 
 
 def _cholesky_jvp(g, L, a):
-    # L' = L phi(L^-1 g L^-T), phi: the lower triangle with its diagonal halved (Murray 2016)
+    # L' = L phi(L^-1 g L^-T), phi: the lower triangle with its diagonal halved (Murray 2016); the
+    # part above the diagonal is not the factor's (see cholesky_symmetric): its tangent is taken as 0
+    L = jnp.tril(L)
     y = triangular_solve(L, g, left_side=False, lower=True, transpose_a=True)  # g L^-T
     x = triangular_solve(L, y, left_side=True, lower=True)
     n = a.shape[-1]
@@ -103,10 +114,16 @@ ad.defjvp2(_cholesky_p, _cholesky_jvp)
 
 
 def cholesky_symmetric(a: jax.Array) -> jax.Array:
-    """`cholesky` of a symmetric `a`, read in its upper triangle: the factorisation of a' (the same matrix).
-    As a row-major array a' is the column-major operand LAPACK takes, so XLA hands `a` over as it is,
-    where `cholesky(a)` makes it (and whatever `a` is summed from) column-major, with layout copies."""
-    return cholesky(_swap(a))
+    """The Cholesky factor of a symmetric `a`, read in its upper triangle: the factorisation of a' (the
+    same matrix). As a row-major array a' is the column-major operand LAPACK takes, so XLA hands `a`
+    over as it is, where `cholesky(a)` makes it (and whatever `a` is summed from) column-major, with
+    layout copies.
+
+    The factor is the lower triangle of the result (the diagonal included); above it the result holds
+    whatever the factorisation left there. The callers read the lower triangle alone (the triangular
+    solves; `inertia.factor` through its ancestry mask): masking the rest, as `cholesky` does, takes
+    an iota mask and a select that XLA compiles as kernels of their own."""
+    return _cholesky_p.bind(_swap(a))
 
 
 def cho_solve(c: jax.Array, b: jax.Array) -> jax.Array:

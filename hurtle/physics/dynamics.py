@@ -39,7 +39,7 @@ def _subtree_force(m: Model, d: Data, cfrc: jax.Array) -> jax.Array:
     if m.nv == 0:
         return jnp.zeros(0, cfrc.dtype)
     # dof i feels the wrenches of all bodies it moves: body_dof_anc[b, i]
-    per_dof = math.const_matmul(m.tree.body_dof_anc.T, cfrc)
+    per_dof = math.matmul(m.tree.body_dof_anc.T.astype(cfrc.dtype), cfrc)
     return jnp.sum(d.cdof * per_dof, -1)
 
 

@@ -493,6 +493,20 @@ _GEOM_COL = np.array([1, 2, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 10, 10, 11, 11])
 _PAIR_COL = np.arange(16)
 
 
+def _entry_reader(fields: list, ncol: int):
+    """read(i, c) -> (len(i), ncol): entry (i[k], c[j]) of the fields (each (n,) or (n, w)) side by side
+    as the columns of one table, for static row indices `i` and a column `c` (a scalar or one per
+    output column): a gather with static 2D indices from the flattened table, so an expression over
+    its results is elementwise over the whole output (nothing computed per row and broadcast)."""
+    table = jnp.concatenate([f if f.ndim == 2 else f[:, None] for f in map(jnp.asarray, fields)], -1)
+    width, flat = table.shape[1], table.ravel()
+
+    def read(i, c):
+        return flat[(np.asarray(i) * width)[:, None] + np.broadcast_to(c, (len(i), ncol))]
+
+    return read
+
+
 def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> jax.Array:
     """Mixed contact parameters of the pairs (g1, g2) (mj_contactParam, or the explicit pair's), as the
     columns of one array (pairs, 16): solref, solreffriction, solimp, friction, margin, and margin +
@@ -503,26 +517,14 @@ def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> jax.
     the model's values once, outside a rollout's loop, and each array it computes there is a kernel
     of its own: here one (a gather or a division with more than one user was one each)."""
     dt = m.geom_solref.dtype
-    table = jnp.concatenate(
-        [
-            m.geom_solmix[:, None],
-            m.geom_solref,
-            m.geom_solimp,
-            m.geom_friction,
-            m.geom_margin[:, None],
-            m.geom_gap[:, None],
-        ],
-        -1,
-    ).ravel()
-    ncol, width = len(_GEOM_COL), 13
+    ncol = len(_GEOM_COL)
     col = np.arange(ncol)
-
-    def read(g, c):  # (pairs, 16): geom g's field c (per column)
-        return table[(g * width)[:, None] + np.broadcast_to(c, (len(g), ncol))]
-
-    v1, v2 = read(g1, _GEOM_COL), read(g2, _GEOM_COL)
-    s1, s2 = read(g1, 0), read(g2, 0)  # solmix
-    r1, r2 = read(g1, 1), read(g2, 1)  # solref[0]
+    geom = _entry_reader(
+        [m.geom_solmix, m.geom_solref, m.geom_solimp, m.geom_friction, m.geom_margin, m.geom_gap], ncol
+    )
+    v1, v2 = geom(g1, _GEOM_COL), geom(g2, _GEOM_COL)
+    s1, s2 = geom(g1, 0), geom(g2, 0)  # solmix
+    r1, r2 = geom(g1, 1), geom(g2, 1)  # solref[0]
     both = (s1 >= math.MINVAL) & (s2 >= math.MINVAL)
     mix = jnp.where(
         both,
@@ -538,36 +540,22 @@ def _params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> jax.
     out = jnp.where(by_priority & (p1 > p2), v1, jnp.where(by_priority & (p1 < p2), v2, out))
     out = jnp.where(np.isin(col, _SRF), 0.0, out)
     # margin and gap: the geoms' summed; margin + gap for the narrow phase
-    add = v1 + v2
-    gap = read(g1, 12) + read(g2, 12)
-    out = jnp.where(np.isin(col, _MARGIN), add, out)
-    out = jnp.where(np.isin(col, _REACH), add + gap, out)
+    margin = v1 + v2
+    gap = geom(g1, 12) + geom(g2, 12)
     explicit = ipair >= 0
-    if np.any(explicit):
+    if np.any(explicit):  # an explicit pair's own parameters
         k = np.where(explicit, ipair, 0)
-        pair = jnp.concatenate(
-            [
-                m.pair_solref,
-                m.pair_solreffriction,
-                m.pair_solimp,
-                m.pair_friction,
-                m.pair_margin[:, None],
-                m.pair_gap[:, None],
-            ],
-            -1,
-        ).ravel()
-        pw = 16
-        pv = pair[(k * pw)[:, None] + _PAIR_COL]
-        pv = jnp.where(np.isin(col, _REACH), pv + pair[(k * pw + 14)[:, None] + 0 * col], pv)  # margin + gap
-        out = jnp.where(explicit[:, None], pv, out)
-    if m.enabled(_ENBL.mjENBL_OVERRIDE):  # MuJoCo's global margin (the gap stays the pairs')
-        gap_of = (
-            jnp.where(explicit[:, None], pair[(np.where(explicit, ipair, 0) * 16 + 15)[:, None] + 0 * col], gap)
-            if np.any(explicit)
-            else gap
+        pair = _entry_reader(
+            [m.pair_solref, m.pair_solreffriction, m.pair_solimp, m.pair_friction, m.pair_margin, m.pair_gap], ncol
         )
-        out = jnp.where(np.isin(col, _MARGIN), m.opt.o_margin, out)
-        out = jnp.where(np.isin(col, _REACH), m.opt.o_margin + gap_of, out)
+        e = explicit[:, None]
+        out = jnp.where(e, pair(k, _PAIR_COL), out)
+        margin = jnp.where(e, pair(k, 14), margin)
+        gap = jnp.where(e, pair(k, 15), gap)
+    if m.enabled(_ENBL.mjENBL_OVERRIDE):  # MuJoCo's global margin (the gap stays the pair's)
+        margin = jnp.broadcast_to(jnp.asarray(m.opt.o_margin, dt), margin.shape)
+    out = jnp.where(np.isin(col, _MARGIN), margin, out)
+    out = jnp.where(np.isin(col, _REACH), margin + gap, out)
     return jnp.where(np.isin(col, _FRICTION), jnp.maximum(jnp.asarray(1e-5, dt), out), out)
 
 

@@ -182,15 +182,19 @@ def _products(ctx: _Ctx, qacc: jax.Array) -> tuple[jax.Array, jax.Array]:
     return math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
 
 
-def _eval(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None):
+def _eval(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None, prev_state=None):
     """Cost, gradient, row forces, states and Hessian weights at qacc (`Ma`, `jar`: its `_products`,
-    computed unless given)."""
+    computed unless given), and with `prev_state` whether qacc lies on the same piece of the cost as
+    the point with those states (`_moved`; else None)."""
     if Ma is None or jar is None:
         Ma, jar = _products(ctx, qacc)
     force, state, rcost, hw, blocks = row_update(ctx.rows, jar)
     gauss = 0.5 * jnp.dot(Ma - ctx.qfrc_smooth, qacc - ctx.qacc_smooth)
     grad = Ma - ctx.qfrc_smooth - math.matmul(ctx.J.T, force)
-    return gauss + jnp.sum(rcost), grad, force, state, (hw, blocks)
+    if prev_state is None:
+        return gauss + jnp.sum(rcost), grad, force, state, (hw, blocks), None
+    rows = jnp.sum(jnp.stack([rcost, _moved(state, prev_state, rcost.dtype)]), axis=-1)  # one reduction
+    return gauss + rows[0], grad, force, state, (hw, blocks), rows[1] == 0
 
 
 class _Line(NamedTuple):
@@ -209,24 +213,30 @@ def _line(ctx: _Ctx, qacc: jax.Array, p: jax.Array, Ma: jax.Array | None = None,
     return _Line(p, math.matmul(ctx.M, p), math.matmul(ctx.J, p), Ma, jar)
 
 
-def _line_derivs(ctx: _Ctx, line: _Line, alpha):
-    """First and second derivative of the cost along qacc + alpha p, and the rows' states there."""
+def _line_derivs(ctx: _Ctx, line: _Line, alpha, prev_state: jax.Array):
+    """First and second derivative of the cost along qacc + alpha p, the rows' states there, and whether
+    the point lies on the same piece of the cost as the point with states `prev_state` (`_moved`)."""
     Ma = line.Ma + alpha * line.Mp
     jar = line.jar + alpha * line.Jp
     force, state, _, hw, blocks = row_update(ctx.rows, jar)
     Jp = line.Jp
-    g = jnp.dot(line.p, Ma - ctx.qfrc_smooth) - jnp.dot(force, Jp)
-    h = jnp.dot(line.p, line.Mp) + jnp.dot(hw, Jp * Jp)
+    # the rows' sums in one reduction: each is a YNNPACK call of its own (~20 us at batch 256), and
+    # `_moved`'s test alone is two kernels
+    rows = jnp.sum(jnp.stack([force * Jp, hw * Jp * Jp, _moved(state, prev_state, Jp.dtype)]), axis=-1)
+    g = jnp.dot(line.p, Ma - ctx.qfrc_smooth) - rows[0]
+    h = jnp.dot(line.p, line.Mp) + rows[1]
     for idx, hb in blocks:
         jpc = Jp[idx]
         h = h + jnp.sum(jpc * jnp.einsum("kij,kj->ki", hb, jpc))
-    return g, h, state
+    return g, h, state, rows[2] == 0
 
 
-def _same_piece(state: jax.Array, prev: jax.Array) -> jax.Array:
-    """No row changed state and no elliptic cone is in its middle zone: one reduction (XLA splits a
-    reduction over more than 32 rows into two kernels; two tests made four)."""
-    return jnp.all((state == prev) & (state != CONE))
+def _moved(state: jax.Array, prev: jax.Array, dtype) -> jax.Array:
+    """1 on every row that changed state or is an elliptic cone in its middle zone, else 0: no such row
+    (the sum is 0) means the two points lie on the same piece of the cost, one quadratic. Summed beside
+    other row sums in one reduction (a test of its own is two kernels: XLA splits a reduction over
+    more than 32 rows)."""
+    return ((state != prev) | (state == CONE)).astype(dtype)
 
 
 def _line_search(
@@ -255,7 +265,7 @@ def _line_search(
 
     def step(carry):
         alpha, lo, hi, was_done, it, prev_state, newton = carry
-        g, h, state = _line_derivs(ctx, line, alpha)
+        g, h, state, same = _line_derivs(ctx, line, alpha, prev_state)
         # the upper bracket `hi` is set once some point had g >= 0; until then it is not above `lo`
         # (it starts at 0, and every point evaluated lies above lo)
         bounded = hi > lo
@@ -266,7 +276,7 @@ def _line_search(
         inside = (nxt > lo) & ((nxt < hi) | ~bounded)
         bisect = jnp.where(bounded, 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
         nxt = jnp.where(inside, nxt, bisect)
-        exact = newton & _same_piece(state, prev_state)
+        exact = newton & same
         stop = jnp.where(it == 0, g >= 0, (jnp.abs(g) <= gtol) | exact | (nxt == alpha))
         done = was_done | stop  # (was_done: fixed mode's later steps)
         return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
@@ -294,7 +304,10 @@ def hessian(ctx: _Ctx, hess) -> jax.Array:
     """Newton's Hessian M + J' H_rows J, from `_eval`'s Hessian weights (diagonal, and elliptic cones'
     blocks)."""
     hw, blocks = hess
-    H = ctx.M + math.matmul(ctx.J.T * hw, ctx.J)
+    # J' diag(hw) is laid out as its own (nv, nefc) array, so the product is a plain (nv, nefc) x
+    # (nefc, nv) one: XLA would otherwise fold the transpose into the dot, whose CPU emitter then
+    # contracts J's major axis in a scalar loop (3x slower on half_cheetah)
+    H = ctx.M + math.matmul(jax.lax.optimization_barrier(ctx.J.T * hw), ctx.J)
     for idx, hb in blocks:
         jc = ctx.J[idx]  # (k, dim, nv)
         H = H + math.einsum("kiv,kij,kjw->vw", jc, hb, jc)
@@ -426,7 +439,7 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         )
         qacc = s.qacc + alpha * s.search
         Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
-        cost, grad, force, state, hw = _eval(ctx, qacc, Ma, jar)
+        cost, grad, force, state, hw, same = _eval(ctx, qacc, Ma, jar, s.state)
         mgrad = precondition(grad, hw)
         improvement = scale * (s.cost - cost)
         gradient = scale * math.safe_norm(grad)
@@ -441,7 +454,7 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
             # rounding level); in float32 MuJoCo's tolerance (1e-8) can lie below the rounding
             # of the gradient and the cost, and without this test a solve idles to the iteration
             # cap (and under vmap the whole batch with it).
-            stop = stop | _same_piece(state, s.state)
+            stop = stop | same
             stop = stop | (gap < tol)
             search = -mgrad
             stop0 = (gap < tol) & (gradient < tol)

@@ -315,13 +315,13 @@ def line_search(d):
     # the first Newton step's line search, from qacc_smooth, as the solver takes it
     d = hp.forward(m, d)
     ctx = S._context(m, d)
-    _, grad, _, _, (hw, _) = S._eval(ctx, d.qacc_smooth)
+    _, grad, _, state, (hw, _), _ = S._eval(ctx, d.qacc_smooth)
     p = -jnp.linalg.solve(ctx.M + (ctx.J.T * hw) @ ctx.J, grad)
     gtol = m.opt.tolerance * m.opt.ls_tolerance * m.stat_meaninertia * m.nv * jnp.linalg.norm(p)
     alpha, iters = S._line_search(ctx, d.qacc_smooth, p, gtol, 50, False)
     line = S._line(ctx, d.qacc_smooth, p)
-    g0 = S._line_derivs(ctx, line, 0.0)[0]
-    g = S._line_derivs(ctx, line, alpha)[0]
+    g0 = S._line_derivs(ctx, line, 0.0, state)[0]
+    g = S._line_derivs(ctx, line, alpha, state)[0]
     return iters, jnp.abs(g) / jnp.abs(g0)
 ls_iters, slope = jax.jit(jax.vmap(line_search))(d)
 print(json.dumps(dict(max=int(niter.max()), mean=float(niter.mean()), ncon=int(ncon.max()),

@@ -148,11 +148,24 @@ def timed_rollout(step_fn, model, data, nsteps: int, repeats: int, niter=None) -
     }
 
 
+def load_lapack() -> None:
+    """Load jaxlib's CPU LAPACK kernels (Cholesky, triangular solves) before any clock starts. jaxlib
+    loads them from scipy the first time a program is lowered with one (~0.2 s on this host). MJX's
+    import loads scipy (`mujoco.mjx` imports `scipy.spatial`) and hurtle's does not, so without this
+    hurtle's timed compile held a library's loading that MJX's worker had done before its clock."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.jit(jnp.linalg.cholesky).lower(jnp.eye(2, dtype=jnp.float32))
+
+
 def _time_jax(step_fn, model, data, nsteps: int, repeats: int) -> dict:
     """Compile + first call seconds (`compile_s`; compile alone: `lower_compile_s`) and steps per second
-    of nsteps batched steps in one lax.scan."""
+    of nsteps batched steps in one lax.scan, every engine's worker with the libraries its program uses
+    loaded (`load_lapack`)."""
     import jax
 
+    load_lapack()
     t = timed_rollout(step_fn, model, data, nsteps, repeats)
     batch = jax.tree.leaves(data)[0].shape[0]
     return {

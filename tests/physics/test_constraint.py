@@ -273,6 +273,27 @@ def test_collision_pairs_not_supported_yet_are_refused_by_name():
         hp.from_mujoco(mm)
 
 
+def test_moved_rows_count_is_zero_exactly_on_the_same_piece():
+    """The solver's same-piece test (a count of moved rows summed beside other row sums) says "same" exactly
+    when every row kept its state and no elliptic cone is in its middle zone."""
+    from hurtle.physics import solver as S
+
+    rng = np.random.default_rng(0)
+    states = np.array([S.SATISFIED, S.QUADRATIC, S.LINEARNEG, S.LINEARPOS, S.CONE], np.int32)
+    same = 0
+    for _ in range(200):
+        cone = rng.choice([0.0, 0.1])  # half the draws with no cone in its middle zone
+        prev = rng.choice(states, 40, p=[0.3, 0.3, 0.2 - cone / 2, 0.2 - cone / 2, cone])
+        state = prev.copy()
+        for i in rng.choice(40, rng.integers(0, 3), replace=False):  # 0 to 2 rows change
+            state[i] = rng.choice(states)
+        expected = bool(np.all((state == prev) & (state != S.CONE)))
+        count = float(jnp.sum(S._moved(jnp.asarray(state), jnp.asarray(prev), jnp.float32)))
+        assert (count == 0) == expected, (state, prev)
+        same += expected
+    assert 20 < same < 180  # both answers drawn
+
+
 def _gymnasium_model(name):
     root = P.asset_dir("gymnasium")
     if root is None:

@@ -654,9 +654,11 @@ def _impedance_curve(solimp: jax.Array, consts: jax.Array, pos: jax.Array, margi
     width, a, b, d0, span, mid, inv_width = (consts[:, k] for k in range(7))
     x = jnp.abs((pos - margin) * inv_width)
     xc = jnp.clip(x, 1e-300, 1.0)
-    y_low = a * jnp.power(xc, power)  # x itself where the power is 1 (a = 1, mid = 1)
-    y_high = 1.0 - b * jnp.power(jnp.maximum(1.0 - xc, 0.0), power)
-    y = jnp.where(xc <= mid, y_low, y_high)
+    # one power for both branches: a x^p below mid (x itself where the power is 1: a = 1, mid = 1),
+    # 1 - b (1 - x)^p above (a power is the step's costliest elementwise operation)
+    low = xc <= mid
+    t = jnp.power(jnp.where(low, xc, jnp.maximum(1.0 - xc, 0.0)), power)
+    y = jnp.where(low, a * t, 1.0 - b * t)
     y = jnp.where(x >= 1.0, 1.0, jnp.where(x <= 0.0, 0.0, y))
     return d0 + y * span  # the flat curve's value where it is flat (span 0)
 

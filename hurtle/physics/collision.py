@@ -480,7 +480,8 @@ def make_frame(normal: jax.Array, tangent: jax.Array) -> jax.Array:
     )
     y = jnp.where((math.dot(tangent, tangent) < 0.25)[..., None], default, tangent)
     y = math.normalize(y - x * math.dot(x, y)[..., None])
-    return jnp.stack([x, y, math.cross(x, y)], -2)
+    rows = np.eye(3, dtype=x.dtype)[:, :, None]
+    return x[..., None, :] * rows[0] + y[..., None, :] * rows[1] + math.cross(x, y)[..., None, :] * rows[2]
 
 
 # the contact parameters' columns: solref, solreffriction, solimp, friction, margin, margin + gap

@@ -182,19 +182,25 @@ def _products(ctx: _Ctx, qacc: jax.Array) -> tuple[jax.Array, jax.Array]:
     return math.matmul(ctx.M, qacc), math.matmul(ctx.J, qacc) - ctx.aref
 
 
-def _eval(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None, prev_state=None):
+def _eval(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array | None = None, jar: jax.Array | None = None):
     """Cost, gradient, row forces, states and Hessian weights at qacc (`Ma`, `jar`: its `_products`,
-    computed unless given), and with `prev_state` whether qacc lies on the same piece of the cost as
-    the point with those states (`_moved`; else None)."""
+    computed unless given)."""
     if Ma is None or jar is None:
         Ma, jar = _products(ctx, qacc)
+    force, state, rcost, hess, grad = _point(ctx, Ma, jar)
+    return jnp.sum(_gauss_terms(ctx, qacc, Ma)) + jnp.sum(rcost), grad, force, state, hess
+
+
+def _point(ctx: _Ctx, Ma: jax.Array, jar: jax.Array):
+    """The rows' forces, states, costs and Hessian weights, and the gradient, at the point whose
+    `_products` are Ma and jar."""
     force, state, rcost, hw, blocks = row_update(ctx.rows, jar)
-    gauss = 0.5 * jnp.dot(Ma - ctx.qfrc_smooth, qacc - ctx.qacc_smooth)
-    grad = Ma - ctx.qfrc_smooth - math.matmul(ctx.J.T, force)
-    if prev_state is None:
-        return gauss + jnp.sum(rcost), grad, force, state, (hw, blocks), None
-    rows = jnp.sum(jnp.stack([rcost, _moved(state, prev_state, rcost.dtype)]), axis=-1)  # one reduction
-    return gauss + rows[0], grad, force, state, (hw, blocks), rows[1] == 0
+    return force, state, rcost, (hw, blocks), Ma - ctx.qfrc_smooth - math.matmul(ctx.J.T, force)
+
+
+def _gauss_terms(ctx: _Ctx, qacc: jax.Array, Ma: jax.Array) -> jax.Array:
+    """The terms of Gauss's cost 0.5 (qacc - qacc_smooth)' M (qacc - qacc_smooth), one per dof."""
+    return 0.5 * (Ma - ctx.qfrc_smooth) * (qacc - ctx.qacc_smooth)
 
 
 class _Line(NamedTuple):
@@ -222,13 +228,15 @@ def _line_derivs(ctx: _Ctx, line: _Line, alpha, prev_state: jax.Array):
     Jp = line.Jp
     # the rows' sums in one reduction: each is a YNNPACK call of its own (~20 us at batch 256), and
     # `_moved`'s test alone is two kernels
-    rows = jnp.sum(jnp.stack([force * Jp, hw * Jp * Jp, _moved(state, prev_state, Jp.dtype)]), axis=-1)
-    g = jnp.dot(line.p, Ma - ctx.qfrc_smooth) - rows[0]
-    h = jnp.dot(line.p, line.Mp) + rows[1]
+    sums = _sums(
+        force * Jp, hw * Jp * Jp, _moved(state, prev_state, Jp.dtype), line.p * (Ma - ctx.qfrc_smooth), line.p * line.Mp
+    )
+    g = sums[3] - sums[0]
+    h = sums[4] + sums[1]
     for idx, hb in blocks:
         jpc = Jp[idx]
         h = h + jnp.sum(jpc * jnp.einsum("kij,kj->ki", hb, jpc))
-    return g, h, state, rows[2] == 0
+    return g, h, state, sums[2] == 0
 
 
 def _moved(state: jax.Array, prev: jax.Array, dtype) -> jax.Array:
@@ -237,6 +245,14 @@ def _moved(state: jax.Array, prev: jax.Array, dtype) -> jax.Array:
     other row sums in one reduction (a test of its own is two kernels: XLA splits a reduction over
     more than 32 rows)."""
     return ((state != prev) | (state == CONE)).astype(dtype)
+
+
+def _sums(*terms: jax.Array) -> jax.Array:
+    """The sums of vectors (of rows, of dofs) in one reduction: zero-padded to one length and stacked.
+    A short reduction fused into a kernel is among the costliest code LLVM compiles here (its loops
+    unrolled and vectorised: 70-100 KB of IR for 9 entries); a stacked one goes to YNNPACK."""
+    n = max(t.shape[-1] for t in terms)
+    return jnp.sum(jnp.stack([jnp.pad(t, (0, n - t.shape[-1])) if t.shape[-1] < n else t for t in terms]), axis=-1)
 
 
 def _line_search(
@@ -407,9 +423,10 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         qw, qs = d.qacc_warmstart, d.qacc_smooth
         Mw, jw = _products(ctx, qw)
         js = math.matmul(ctx.J, qs) - ctx.aref
-        cw = _eval(ctx, qw, Mw, jw)[0]
-        cs = jnp.sum(row_update(ctx.rows, js)[2])  # Gauss's term is 0 at qacc_smooth
-        warm = cw < cs
+        # both costs in one reduction (Gauss's term is 0 at qacc_smooth)
+        sums = _sums(row_update(ctx.rows, jw)[2], _gauss_terms(ctx, qw, Mw), row_update(ctx.rows, js)[2])
+        cw = sums[0] + sums[1]
+        warm = cw < sums[2]
         start_cost = cw  # (any cost: the loop's first pass does not read it)
         qacc, jar = jnp.where(warm, qw, qs), jnp.where(warm, jw, js)
         Ma = jnp.where(warm, Mw, math.matmul(ctx.M, qs))
@@ -439,13 +456,23 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         )
         qacc = s.qacc + alpha * s.search
         Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
-        cost, grad, force, state, hw, same = _eval(ctx, qacc, Ma, jar, s.state)
-        mgrad = precondition(grad, hw)
+        force, state, rcost, hess, grad = _point(ctx, Ma, jar)
+        mgrad = precondition(grad, hess)
+        # the sums over rows and over dofs in one reduction each: a short reduction fused into a
+        # kernel is the costliest code LLVM compiles here (its loops unrolled and vectorised), a
+        # stacked one goes to YNNPACK. Over the rows: the cost, and a 0/1 count of rows that moved to
+        # another piece of it (`_moved`); over the dofs: Gauss's cost, |grad|^2, grad . M^-1 grad and a
+        # count of dofs whose qacc changed
+        dt = qacc.dtype
+        moved = (qacc != s.qacc).astype(dt)
+        sums = _sums(rcost, _moved(state, s.state, dt), _gauss_terms(ctx, qacc, Ma), grad * grad, grad * mgrad, moved)
+        cost = sums[0] + sums[2]
         improvement = scale * (s.cost - cost)
-        gradient = scale * math.safe_norm(grad)
-        gap = 0.5 * scale * jnp.dot(grad, mgrad)
+        gradient = scale * jnp.sqrt(sums[3])
+        gap = 0.5 * scale * sums[4]
         stop = (alpha == 0) | ((improvement > 0) & (improvement < tol)) | (gradient < tol)
-        stop = stop | jnp.all(qacc == s.qacc)  # a fixed point: more steps change nothing
+        stop = stop | (sums[5] == 0)  # a fixed point: more steps change nothing
+        same = sums[1] == 0
         if newton:
             # Exact convergence: no row changed state over the Newton step and no elliptic cone
             # is in its (non-quadratic) middle zone, so the step minimised the very quadratic the

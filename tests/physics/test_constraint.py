@@ -336,7 +336,7 @@ def line_search(d):
     # the first Newton step's line search, from qacc_smooth, as the solver takes it
     d = hp.forward(m, d)
     ctx = S._context(m, d)
-    _, grad, _, state, (hw, _), _ = S._eval(ctx, d.qacc_smooth)
+    _, grad, _, state, (hw, _) = S._eval(ctx, d.qacc_smooth)
     p = -jnp.linalg.solve(ctx.M + (ctx.J.T * hw) @ ctx.J, grad)
     gtol = m.opt.tolerance * m.opt.ls_tolerance * m.stat_meaninertia * m.nv * jnp.linalg.norm(p)
     alpha, iters = S._line_search(ctx, d.qacc_smooth, p, gtol, 50, False)

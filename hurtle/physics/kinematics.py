@@ -67,10 +67,12 @@ def kinematics(m: Model, d: Data) -> Data:
         r = math.quat_to_mat(q)
         jq, jr, jt, jpos, jaxis = _joint_transforms(m, d)
         nslot = t.jnt_slot.shape[0]
-        before_p, before_r = [], []
+        # each joint's anchor and axis in its body's parent frame, from the pose before the joint
+        # (vectors: only the joints' own are carried to the world frame below)
+        anchors, axes = [], []
         for k in range(nslot):
-            before_p.append(p)
-            before_r.append(r)
+            anchors.append(p + math.matvec(r, jpos[k]))
+            axes.append(math.matvec(r, jaxis[k]))
             p, r, q = p + math.matvec(r, jt[k]), math.mat_mul(r, jr[k]), math.quat_mul(q, jq[k])
 
         # world frames, one tree level at a time, starting from the bodies' own poses: the levels
@@ -101,14 +103,13 @@ def kinematics(m: Model, d: Data) -> Data:
 
         # joint anchors and axes: the body's pose before the joint, in its parent's world frame
         if nslot:
-            bp, br = jnp.concatenate(before_p), jnp.concatenate(before_r)
-            par = np.tile(m.body_parentid, nslot)
-            jpos, jaxis = jpos.reshape(-1, 3), jaxis.reshape(-1, 3)
+            # one array of both (a gather of each made more code), then the joints' own
+            local = jnp.concatenate([jnp.concatenate(anchors), jnp.concatenate(axes)], -1)
+            local = math.take(local, t.jnt_slot_flat)
+            par = m.body_parentid[m.jnt_bodyid]
             xm_par = math.take(xmat, par)
-            wm = math.mat_mul(xm_par, br)
-            wanchor = math.take(xpos, par) + math.matvec(xm_par, bp) + math.matvec(wm, jpos)
-            waxis = math.matvec(wm, jaxis)
-            xanchor, xaxis = wanchor[t.jnt_slot_flat], waxis[t.jnt_slot_flat]
+            xanchor = math.take(xpos, par) + math.matvec(xm_par, local[:, :3])
+            xaxis = math.matvec(xm_par, local[:, 3:])
         else:
             xanchor = jnp.zeros((m.njnt, 3), dtype)
             xaxis = jnp.zeros((m.njnt, 3), dtype)

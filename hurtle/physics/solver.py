@@ -252,7 +252,8 @@ def _sums(*terms: jax.Array) -> jax.Array:
     A short reduction fused into a kernel is among the costliest code LLVM compiles here (its loops
     unrolled and vectorised: 70-100 KB of IR for 9 entries); a stacked one goes to YNNPACK."""
     n = max(t.shape[-1] for t in terms)
-    return jnp.sum(jnp.stack([jnp.pad(t, (0, n - t.shape[-1])) if t.shape[-1] < n else t for t in terms]), axis=-1)
+    padded = [jnp.pad(t, (0, n - t.shape[-1])) if t.shape[-1] < n else t for t in terms]
+    return jnp.sum(math.stack_select(padded, axis=0), axis=-1)
 
 
 def _line_search(

@@ -296,7 +296,10 @@ def _line_search(
         exact = newton & same
         stop = jnp.where(it == 0, g >= 0, (jnp.abs(g) <= gtol) | exact | (nxt == alpha))
         done = was_done | stop  # (was_done: fixed mode's later steps)
-        return jnp.where(done, alpha, nxt), lo, hi, done, it + 1, state, inside & (h > math.MINVAL)
+        # the step cap ends the loop through `done` as well: the loop's predicate is then `done` alone
+        # (a kernel fewer for each of the predicate's copies)
+        ended = done if fixed else done | (it + 1 > max_iter)
+        return jnp.where(done, alpha, nxt), lo, hi, ended, it + 1, state, inside & (h > math.MINVAL)
 
     # Every fresh constant in the carry is a kernel of its own inside the solver's loop, so the carry
     # starts from as few as can be: alpha, lo, hi and the step count (a float, exact to 2^24) from one
@@ -309,7 +312,7 @@ def _line_search(
     if fixed:
         carry = tracing.fori_loop(0, LS_FIXED_STEPS + 1, lambda _, c: step(c), init)
     else:
-        carry = tracing.while_loop(lambda c: ~c[3] & (c[4] <= max_iter), step, init)
+        carry = tracing.while_loop(lambda c: ~c[3], step, init)
     return carry[0], carry[4].astype(jnp.int32) - 1
 
 
@@ -490,7 +493,9 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
             search = jnp.where(first, -mgrad, _hager_zhang(s.search, s.grad, s.mgrad, grad, mgrad))
             stop0 = gap < tol
         stop = jnp.where(first, stop0, stop)
-        new = _State(qacc, Ma, jar, force, cost, grad, search, mgrad, state, s.it + 1, stop)
+        # outside fixed mode the iteration cap ends the loop through `done`, its predicate alone
+        done = stop if fixed else stop | (s.it + 1 >= m.opt.iterations)
+        new = _State(qacc, Ma, jar, force, cost, grad, search, mgrad, state, s.it + 1, done)
         if not fixed:
             # the while loop never runs a done state (under vmap, its batching keeps a done
             # world's state): no select here
@@ -501,7 +506,7 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
     if fixed:
         final = tracing.fori_loop(0, m.opt.iterations + 1, lambda _, s: iterate(s), init)
     else:
-        final = tracing.while_loop(lambda s: ~s.done & (s.it < m.opt.iterations), iterate, init)
+        final = tracing.while_loop(lambda s: ~s.done, iterate, init)
     # the last iterate's rows: forces and states at the returned qacc
     return final.qacc, final.force, final.state, math.matmul(ctx.J.T, final.force), final.it
 

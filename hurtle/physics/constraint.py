@@ -668,13 +668,17 @@ def _impedance(m: Model, solref, solimp, pos: jax.Array, margin: jax.Array, diag
     solimp; `margin` the rows' impedance margins (a contact's on every row of it)."""
     lay = m.efc
     # connect and weld rows share one impedance, of the norm of their violation
-    group_sq = jax.ops.segment_sum(pos * pos, lay.group, num_segments=lay.nefc)
     eq_vec = np.zeros(lay.nefc, bool)
     if m.neq:
         eq_kind = m.eq_type[np.where(lay.type == EQUALITY, lay.id, 0)]
         eq_vec = (lay.type == EQUALITY) & np.isin(eq_kind, (EQ_CONNECT, EQ_WELD))
-    contact = np.isin(lay.type, _CONTACTS)
-    ipos = jnp.where(eq_vec, jnp.sqrt(group_sq[lay.group]), jnp.where(contact, pos[lay.group], pos))
+    # a contact's impedance is of its normal distance: every row of a pyramidal contact holds it,
+    # an elliptic contact's rows but the normal hold 0 and read it from their group's first row
+    off = (lay.type == CONTACT_ELLIPTIC) & (lay.group != np.arange(lay.nefc))
+    ipos = jnp.where(off, pos[lay.group], pos) if off.any() else pos
+    if eq_vec.any():
+        group_sq = jax.ops.segment_sum(pos * pos, lay.group, num_segments=lay.nefc)
+        ipos = jnp.where(eq_vec, jnp.sqrt(group_sq[lay.group]), ipos)
     consts = _row_constants(m, solref, solimp)
     imp = _impedance_curve(solimp, consts, ipos, margin)
     R = jnp.maximum(math.MINVAL, (1.0 - imp) * diag / imp)

@@ -226,8 +226,7 @@ def _line_derivs(ctx: _Ctx, line: _Line, alpha, prev_state: jax.Array):
     jar = line.jar + alpha * line.Jp
     force, state, _, hw, blocks = row_update(ctx.rows, jar)
     Jp = line.Jp
-    # the rows' sums in one reduction: each is a YNNPACK call of its own (~20 us at batch 256), and
-    # `_moved`'s test alone is two kernels
+    # both derivatives' row and dof terms and the moved-row count in one reduction (`_sums`)
     sums = _sums(
         force * Jp, hw * Jp * Jp, _moved(state, prev_state, Jp.dtype), line.p * (Ma - ctx.qfrc_smooth), line.p * line.Mp
     )
@@ -462,11 +461,8 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
         force, state, rcost, hess, grad = _point(ctx, Ma, jar)
         mgrad = precondition(grad, hess)
-        # the sums over rows and over dofs in one reduction each: a short reduction fused into a
-        # kernel is the costliest code LLVM compiles here (its loops unrolled and vectorised), a
-        # stacked one goes to YNNPACK. Over the rows: the cost, and a 0/1 count of rows that moved to
-        # another piece of it (`_moved`); over the dofs: Gauss's cost, |grad|^2, grad . M^-1 grad and a
-        # count of dofs whose qacc changed
+        # in one reduction (`_sums`): the rows' cost and the count of rows that moved to another piece
+        # of it (`_moved`), Gauss's cost, |grad|^2, grad . M^-1 grad and the count of changed dofs
         dt = qacc.dtype
         moved = (qacc != s.qacc).astype(dt)
         sums = _sums(rcost, _moved(state, s.state, dt), _gauss_terms(ctx, qacc, Ma), grad * grad, grad * mgrad, moved)

@@ -217,6 +217,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
             hfield.check(m, g1, source, label(g1))
         groups.setdefault(SHARED.get(t, t), []).append((g1, g2, ip, _condim(m, g1, g2, ip)))
     out, dims, nslot = [], [], 0
+    tables = {}  # mesh id -> its tables, built once however many pairs it is in
     for t in sorted(groups):
         rows = groups[t]
         arr = np.array(rows, dtype=np.int32)
@@ -226,7 +227,7 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
         slot = nslot + np.arange(len(rows) * n).reshape(len(rows), n)
         nslot += slot.size
         dims += [c for *_, c in rows for _ in range(n)]
-        meshes = [mesh.stack([mesh.geom_mesh(m, int(g)) for g in arr[:, i]]) if t[i] == MESH else None for i in (0, 1)]
+        meshes = [_mesh_tables(m, tables, arr[:, i], t, names, source) if t[i] == MESH else None for i in (0, 1)]
         out.append(
             PairGroup(
                 types=t,
@@ -242,6 +243,31 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
             )
         )
     return tuple(out), np.array(dims, dtype=np.int32)
+
+
+def _mesh_tables(m: mujoco.MjModel, tables: dict, geoms: np.ndarray, types: tuple, names: dict, source: str) -> dict:
+    """One side's mesh tables of a pair group, stacked per pair; refuses tables over MESH_TABLE_MB."""
+    ids = [int(m.geom_dataid[g]) for g in geoms]
+    for k in set(ids):
+        if k not in tables:
+            tables[k] = mesh.mesh_tables(m, k)
+    per_pair = [tables[k] for k in ids]
+    size = mesh.table_bytes(per_pair) / 2**20
+    if size > MESH_TABLE_MB:
+        k = max(set(ids), key=lambda k: len(tables[k]["vert"]))
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_MESH, k) or f"#{k}"
+        raise ValueError(
+            f"{source}: the collision tables of {len(geoms)} {_NAMES[types[0]]}-{_NAMES[types[1]]} pairs would take "
+            f"{size:,.0f} MB, over hurtle.physics.collision.MESH_TABLE_MB = {MESH_TABLE_MB:,} (every pair holds "
+            f"its meshes' hull vertices and polygons, padded to the largest: mesh {name!r}, {len(tables[k]['vert']):,} "
+            "collision vertices). Lower the meshes' hull sizes (MJCF <mesh maxhullvert=...>), keep pairs that cannot "
+            "touch apart (contype/conaffinity, <contact><exclude>), or raise the limit."
+        )
+    return mesh.stack(per_pair)
+
+
+MESH_TABLE_MB = 256  # the largest mesh tables one pair group may hold (they are constants of the program)
+PARALLEL_SIN2 = 1e-8  # capsule axes this close to parallel (sin^2 of their angle) count as parallel
 
 
 # --- narrow phase: each returns (dist, pos, normal, tangent, valid) with a leading contact axis ---
@@ -362,7 +388,8 @@ def capsule_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     ma, mb, mc = math.dot(a1, a1), -math.dot(a1, a2), math.dot(a2, a2)
     u, v = -math.dot(a1, dif), math.dot(a2, dif)
     det = ma * mc - mb * mb
-    general = jnp.abs(det) >= math.MINVAL
+    # MuJoCo 4 treats axes within 1e-4 rad of parallel (sin^2 < 1e-8) as parallel: two contacts
+    general = det >= PARALLEL_SIN2 * ma * mc
     sdet = jnp.where(general, det, 1.0)
     x1 = (mc * u - mb * v) / sdet
     x2 = (ma * v - mb * u) / sdet
@@ -376,26 +403,22 @@ def capsule_capsule(g, pos1, mat1, size1, pos2, mat2, size2, margin):
         return _sphere_sphere(pos1 + a1 * s1[:, None], z1, r1, pos2 + a2 * s2[:, None], z2, r2, margin)
 
     gen = test(x1, x2)
-    one = jnp.ones_like(u)
-    # parallel axes: end points of each segment against the other, the first two that touch
-    cands = [
-        test(one, jnp.clip((v - mb) / mc, -1, 1)),
-        test(-one, jnp.clip((v + mb) / mc, -1, 1)),
-        test(jnp.clip((u - mb) / ma, -1, 1), one),
-        test(jnp.clip((u + mb) / ma, -1, 1), -one),
+    # parallel: the two ends of the overlap of the segments along the first axis, in its order; an end is
+    # the first segment's own (the nearest point of the second opposite it) or the second's end projected
+    # onto the first (apart, both ends are the nearest end points)
+    sp, sm = (u - mb) / ma, (u + mb) / ma  # the second's ends (x2 = 1, -1) along the first
+    up = sp <= sm
+    smin, emin = jnp.where(up, sp, sm), jnp.where(up, 1.0, -1.0)
+    smax, emax = jnp.where(up, sm, sp), jnp.where(up, -1.0, 1.0)
+    low, high = smin <= -1, smax >= 1
+    par = [
+        test(jnp.where(low, -1.0, jnp.minimum(smin, 1)), jnp.where(low, jnp.clip((v + mb) / mc, -1, 1), emin)),
+        test(jnp.where(high, 1.0, jnp.maximum(smax, -1)), jnp.where(high, jnp.clip((v - mb) / mc, -1, 1), emax)),
     ]
-    okc = jnp.stack([c[3] for c in cands], 1)
-    rank = jnp.cumsum(okc, axis=1) - 1
-    pick = okc[:, None, :] & (rank[:, None, :] == np.arange(2)[None, :, None])  # (k, 2, 4)
-    stacked = [jnp.stack([c[i] for c in cands], 1) for i in range(3)]
-    sel = lambda x: jnp.einsum("kjc,kc...->kj...", pick.astype(x.dtype), x)  # noqa: E731
-    par = [sel(x) for x in stacked] + [jnp.any(pick, -1)]
     out = []
     for i in range(4):
-        first = jnp.where(general.reshape((-1,) + (1,) * (gen[i].ndim - 1)), gen[i], par[i][:, 0])
-        second = jnp.where(
-            general.reshape((-1,) + (1,) * (par[i].ndim - 2)), jnp.zeros_like(par[i][:, 1]), par[i][:, 1]
-        )
+        first = jnp.where(general.reshape((-1,) + (1,) * (gen[i].ndim - 1)), gen[i], par[0][i])
+        second = jnp.where(general.reshape((-1,) + (1,) * (gen[i].ndim - 1)), jnp.zeros_like(par[1][i]), par[1][i])
         out.append(jnp.stack([first, second], 1))
     dist, pos, normal, ok = out
     return dist, pos, normal, jnp.zeros_like(pos), ok
@@ -479,7 +502,11 @@ def make_frame(normal: jax.Array, tangent: jax.Array) -> jax.Array:
         (jnp.abs(x[..., 1]) < 0.5)[..., None], jnp.array([0.0, 1, 0], x.dtype), jnp.array([0.0, 0, 1], x.dtype)
     )
     y = jnp.where((math.dot(tangent, tangent) < 0.25)[..., None], default, tangent)
-    y = math.normalize(y - x * math.dot(x, y)[..., None])
+    y = y - x * math.dot(x, y)[..., None]
+    # a tangent along the normal leaves nothing: mju_normalize3 then gives (1, 0, 0), and so must we (the
+    # friction rows would be zero, and the contact frictionless)
+    norm = math.safe_norm(y, keepdims=True)
+    y = jnp.where(norm < math.MINVAL, jnp.array([1.0, 0, 0], x.dtype), y / jnp.maximum(norm, math.MINVAL))
     rows = np.eye(3, dtype=x.dtype)[:, :, None]
     return x[..., None, :] * rows[0] + y[..., None, :] * rows[1] + math.cross(x, y)[..., None, :] * rows[2]
 

@@ -203,3 +203,53 @@ def qpos_rollout(model: hp.Model, data: hp.Data, steps: int) -> jax.Array:
         return jax.lax.scan(body, d, None, length=steps)[1]
 
     return jax.jit(roll)(model, data)
+
+
+def _contact_rows(model: hp.Model, ours: hp.Data, mj_data: mujoco.MjData):
+    """(our row indices, MuJoCo's row indices) of every contact's constraint rows, each of MuJoCo's contacts
+    paired with the nearest of ours between the same geoms (the engines may list contacts in other orders)."""
+    contact_rows = np.isin(
+        model.efc.type,
+        [
+            mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS,
+            mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL,
+            mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC,
+        ],
+    )
+    act = np.asarray(ours.contact.active)
+    g = np.stack([np.asarray(ours.contact.geom1), np.asarray(ours.contact.geom2)], 1)
+    key = np.concatenate([np.asarray(ours.contact.dist)[:, None], np.asarray(ours.contact.pos)], 1)
+    free = set(np.nonzero(act)[0])
+    mine, theirs = [], []
+    for c in mj_data.contact[: mj_data.ncon]:
+        if c.exclude or c.efc_address < 0:
+            continue
+        cand = [i for i in free if g[i, 0] == c.geom1 and g[i, 1] == c.geom2]
+        assert cand, f"MuJoCo's contact between geoms {c.geom1} and {c.geom2} has no match"
+        ref = np.array([c.dist, *c.pos])
+        i = min(cand, key=lambda i: np.abs(key[i] - ref).max())
+        free.discard(i)
+        rows = np.nonzero(contact_rows & (model.efc.id == i))[0]
+        mine.extend(rows)
+        theirs.extend(range(c.efc_address, c.efc_address + len(rows)))
+    return np.array(mine, int), np.array(theirs, int)
+
+
+def constrained_errors(model: hp.Model, ours: hp.Data, mj_data: mujoco.MjData) -> dict:
+    """Relative errors of what users consume from a constrained step (qacc, qfrc_constraint and every
+    row's efc_force, contact rows paired by contact) for one world; asserts the same active rows."""
+    act = np.asarray(ours.efc_active)
+    assert act.sum() == mj_data.nefc, f"{act.sum()} active rows, MuJoCo {mj_data.nefc}"
+    mine, theirs = _contact_rows(model, ours, mj_data)
+    is_contact = np.zeros(len(act), bool)
+    is_contact[mine] = True
+    rest = np.nonzero(act & ~is_contact)[0]  # the other rows keep MuJoCo's order
+    rest_ref = np.setdiff1d(np.arange(mj_data.nefc), theirs)
+    np.testing.assert_array_equal(model.efc.type[rest], mj_data.efc_type[rest_ref])
+    np.testing.assert_array_equal(model.efc.id[rest], mj_data.efc_id[rest_ref])
+    force = np.asarray(ours.efc_force)
+    return {
+        "qacc": rel_error(ours.qacc, mj_data.qacc),
+        "qfrc_constraint": rel_error(ours.qfrc_constraint, mj_data.qfrc_constraint),
+        "efc_force": rel_error(force[np.r_[mine, rest]], mj_data.efc_force[np.r_[theirs, rest_ref]]),
+    }

@@ -468,3 +468,60 @@ def test_convex_pair_gradients_are_finite():
     assert np.all(np.linalg.norm(np.asarray(grad), axis=1) > 0.5)  # a depth moves with the geom
     assert np.all(np.asarray(hit2))  # through the quadrilateral search too
     np.testing.assert_allclose(np.asarray(grad2), [[0, 0, 4]] * 2, atol=1e-9)  # four depths, each rising with z
+
+
+def _parallel_capsules(angle: float, shift: float, flip: bool, h2: float) -> str:
+    """Two capsules along x, the second `shift` along and 0.06 above the first, turned by `angle` (rad)."""
+    pitch = 90 + np.degrees(angle) + (180 if flip else 0)
+    return f"""<mujoco><option gravity="0 0 0"/><worldbody>
+      <body><freejoint/><geom type="capsule" size="0.05 0.2" euler="0 90 0"/></body>
+      <body pos="{shift} 0.004 0.06"><freejoint/><geom type="capsule" size="0.04 {h2}" euler="0 {pitch} 0"/></body>
+      </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("angle", [0.0, 1e-6, 5e-5, 3e-4], ids=lambda a: f"angle{a:g}")
+def test_parallel_capsules_match_mujoco(angle):
+    """Capsules within 1e-4 rad of parallel touch at the two ends of their overlap (MuJoCo 4: the end
+    points of one projected onto the other, in the order of the first's axis; apart along the axis,
+    twice at the nearest end points); past it, once, at the nearest points. dm_control's CMU humanoid
+    (2020) starts with such a pair, nearly parallel and deep."""
+    seen = collections.Counter()
+    for shift in (0.05, -0.17, 0.31, 0.45):  # the second inside the first, over either end, beyond it
+        for flip in (False, True):
+            for h2 in (0.1, 0.3):
+                mm, model, md = _scene(_parallel_capsules(angle, shift, flip, h2))
+                ours, ref = _compare(mm, model, md, 0)
+                assert len(ref) == 0 or _matched(ours, ref) <= 1e-12, (shift, flip, h2)
+                seen[len(ref)] += 1
+    assert seen[2 if angle < 1e-4 else 1] >= 10, seen
+
+
+# an upright capsule on the floor: its frame's tangent (the capsule's axis) lies along the contact normal
+UPRIGHT = """<mujoco><option gravity="-0.74 0.33 -9.81" cone="{cone}"/><worldbody>
+  <geom name="floor" type="plane" size="5 5 .1"/>
+  <body pos="-.02 -.2 .2" euler="-39 -10 -11"><freejoint/>
+    <geom type="capsule" size=".04 .076" pos="-.016 .01 .057" euler="-56 76 51" friction=".39 .005 .0001"/>
+    <body pos="-.26 .27 .07"><joint type="slide" axis=".87 .16 -.47" range="-.3 .58" damping=".8"/>
+      <geom type="sphere" size=".11" pos=".01 -.08 -.06" condim="1"/></body></body>
+  <body name="upright" pos=".13 .19 .139"><freejoint/><geom type="capsule" size=".08 .08"/></body>
+  </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_contact_with_its_tangent_along_the_normal_keeps_its_friction(cone):
+    """mju_makeFrame normalises a tangent that nothing is left of to (1, 0, 0): an upright capsule's floor
+    contact has MuJoCo's frame and friction forces (they were zero, qacc 2-30% off)."""
+    mm = _tight(mujoco.MjModel.from_xml_string(UPRIGHT.format(cone=cone)))
+    model = hp.from_mujoco(mm)
+    md = mujoco.MjData(mm)
+    mujoco.mj_forward(mm, md)
+    out = jax.jit(hp.forward)(model, hp.from_mjdata(model, md, mm))
+    upright = [i for i, c in enumerate(md.contact[: md.ncon]) if mm.geom_bodyid[c.geom2] == mm.body("upright").id]
+    assert len(upright) == 1 and np.allclose(md.contact.frame[upright[0]], [0, 0, 1, 1, 0, 0, 0, 1, 0])
+    ours, ref = _contacts(model, out, md)
+    assert _matched(ours, ref) <= 1e-12
+    frames = np.asarray(out.contact.frame)[np.asarray(out.contact.active)]
+    assert any(np.allclose(f.ravel(), md.contact.frame[upright[0]]) for f in frames)
+    P.assert_parity(P.constrained_errors(model, out, md), tol=TOL, label=cone)
+    rows = md.contact.efc_address[upright[0]] + np.arange(1, 3 if cone == "elliptic" else 4)
+    assert np.abs(md.efc_force[rows]).max() > 0.1  # friction acts

@@ -21,63 +21,82 @@ HILLCLIMB_MIN = 10  # MuJoCo walks the hull graph only for meshes with at least 
 PLANE_MESH_CONTACTS = 4  # mjc_PlaneConvex: the deepest vertex and up to three of a polygon at it
 
 
-def _ragged(lists, width: int, fill: int = -1) -> np.ndarray:
-    out = np.full((len(lists), max(width, 1)), fill, np.int32)
-    for i, row in enumerate(lists):
-        out[i, : len(row)] = row
-    return out
+def _padded(data: np.ndarray, start: np.ndarray, count: np.ndarray, fill: int = -1) -> np.ndarray:
+    """Ragged lists `data[start[i] : start[i] + count[i]]` as the rows of a padded table (at least one
+    column), without a Python loop over the rows."""
+    width = max(int(count.max(initial=0)), 1)
+    col = np.arange(width)
+    idx = start[:, None] + col[None, :]
+    keep = col[None, :] < count[:, None]
+    if len(data) == 0:
+        return np.full(idx.shape, fill, np.int32)
+    return np.where(keep, data[np.clip(idx, 0, len(data) - 1)], fill).astype(np.int32)
 
 
-def geom_mesh(m: mujoco.MjModel, g: int) -> dict:
-    """The collision tables of mesh geom g (unpadded), as numpy arrays.
+def mesh_tables(m: mujoco.MjModel, k: int) -> dict:
+    """The collision tables of mesh k (unpadded), as numpy arrays, built once per mesh.
 
     vert (V, 3); climb: whether MuJoCo walks the hull graph (plane-mesh's deepest vertex); start: the
     vertex it starts from; nbr (V, K): each vertex's hull-graph neighbours in graph order (none
     without a climb); polymap (V, D): the polygons at each vertex; polynormal (F, 3); polyvert (F, P)
     and polynum (F,): each polygon's vertices and count.
+
+    A mesh MuJoCo climbs (a hull graph, HILLCLIMB_MIN vertices or more) keeps only its hull's
+    vertices, in the file's order: MuJoCo never reaches the others, and a scanned or dense mesh
+    (tens of thousands of vertices around a hull of hundreds) would otherwise fill every table.
     """
-    k = int(m.geom_dataid[g])
     va, nv = int(m.mesh_vertadr[k]), int(m.mesh_vertnum[k])
-    vert = np.asarray(m.mesh_vert[va : va + nv], np.float64)
     ga = int(m.mesh_graphadr[k])
     climb = ga >= 0 and nv >= HILLCLIMB_MIN
+    pa, npoly = int(m.mesh_polyadr[k]), int(m.mesh_polynum[k])
+    pva, pvn = m.mesh_polyvertadr[pa : pa + npoly], m.mesh_polyvertnum[pa : pa + npoly]
+    polyvert = _padded(m.mesh_polyvert, pva, pvn)  # mesh-local vertex ids
+    keep = np.arange(nv)  # the vertices kept, as mesh-local ids in order
+    nbr, start = np.full((nv, 1), -1, np.int32), 0
     if climb:
         graph = m.mesh_graph
         nhull = int(graph[ga])
-        edgeadr = graph[ga + 2 : ga + 2 + nhull]
-        globalid = graph[ga + 2 + nhull : ga + 2 + 2 * nhull]
-        edges = graph[ga + 2 + 2 * nhull :]
-        nbr_lists = [[] for _ in range(nv)]
-        for loc in range(nhull):
-            i = int(edgeadr[loc])
-            while edges[i] >= 0:
-                nbr_lists[int(globalid[loc])].append(int(globalid[edges[i]]))
-                i += 1
-        start = int(globalid[0])
+        edgeadr = graph[ga + 2 : ga + 2 + nhull].astype(np.int64)
+        globalid = graph[ga + 2 + nhull : ga + 2 + 2 * nhull].astype(np.int64)
+        nface = int(graph[ga + 1])
+        edges = graph[ga + 2 + 2 * nhull : ga + 2 + 3 * nhull + 3 * nface]
+        # each hull vertex's neighbour list ends at the first -1 from its address
+        ends = np.nonzero(edges == -1)[0]
+        count = ends[np.searchsorted(ends, edgeadr)] - edgeadr
+        by_loc = _padded(edges, edgeadr, count)  # (nhull, K) of hull-local ids
+        in_hull = np.zeros(nv, bool)
+        in_hull[globalid] = True
+        if np.all(in_hull[polyvert[polyvert >= 0]]):
+            keep = np.nonzero(in_hull)[0]
+        newid = np.full(nv, -1, np.int64)
+        newid[keep] = np.arange(len(keep))
+        nbr = np.full((len(keep), by_loc.shape[1]), -1, np.int32)
+        nbr[newid[globalid]] = np.where(by_loc >= 0, newid[globalid[np.maximum(by_loc, 0)]], -1)
+        start = int(newid[globalid[0]])
+        polyvert = np.where(polyvert >= 0, newid[np.maximum(polyvert, 0)], -1).astype(np.int32)
+    if npoly:
+        polymap = _padded(m.mesh_polymap, m.mesh_polymapadr[va + keep], m.mesh_polymapnum[va + keep])
     else:
-        nbr_lists = [[] for _ in range(nv)]
-        start = 0
-    pa, npoly = int(m.mesh_polyadr[k]), int(m.mesh_polynum[k])
-    polyvert = [
-        list(m.mesh_polyvert[m.mesh_polyvertadr[pa + f] : m.mesh_polyvertadr[pa + f] + m.mesh_polyvertnum[pa + f]])
-        for f in range(npoly)
-    ]
-    polymap = [
-        list(m.mesh_polymap[m.mesh_polymapadr[va + v] : m.mesh_polymapadr[va + v] + m.mesh_polymapnum[va + v]])
-        if npoly
-        else []
-        for v in range(nv)
-    ]
+        polymap = np.full((len(keep), 1), -1, np.int32)
     return dict(
-        vert=vert,
+        vert=np.asarray(m.mesh_vert[va + keep], np.float64),
         climb=np.array(climb),
         start=np.array(start, np.int32),
-        nbr=_ragged(nbr_lists, max(map(len, nbr_lists), default=0)),
-        polymap=_ragged(polymap, max(map(len, polymap))),
+        nbr=nbr,
+        polymap=polymap,
         polynormal=np.asarray(m.mesh_polynormal[pa : pa + npoly], np.float64).reshape(-1, 3),
-        polyvert=_ragged(polyvert, max(map(len, polyvert), default=0)),
-        polynum=np.array([len(p) for p in polyvert], np.int32),
+        polyvert=polyvert,
+        polynum=np.asarray(pvn, np.int32),
     )
+
+
+def table_bytes(meshes: list[dict]) -> int:
+    """Bytes of `stack(meshes)`: every field padded to the largest, once per entry."""
+    total = 0
+    for key in meshes[0]:
+        shape = tuple(max(s) for s in zip(*(meshes_i[key].shape for meshes_i in meshes)))
+        total += len(meshes) * int(np.prod(shape, dtype=np.int64)) * meshes[0][key].dtype.itemsize
+    return total
 
 
 def stack(meshes: list[dict]) -> dict:

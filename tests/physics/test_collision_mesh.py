@@ -3,10 +3,15 @@ MuJoCo's multi-contact search), and the ellipsoid pairs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from hurtle.physics import collision_convex as C
+from tests.physics import parity as P
 from tests.physics.test_collision import CONVEX_TOL, _compare, _matched, _quat, _random_pose, _scene
 
 # an irregular convex blob (30 points: MuJoCo walks its hull graph) and a box as a mesh (8 vertices:
@@ -172,3 +177,67 @@ def test_cylinder_on_faces_multiccd():
     # the inscribed square against a rotated local optimum), hurtle's in 5 (up to 1.04x), equal in 7
     assert exact >= 0.65 * sum(kinds.values()), (exact, kinds)
     assert min(inexact, default=1.0) > 0.9, inexact  # a quadrilateral of the same polygon, as large or nearly
+
+
+def test_mesh_tables_hold_each_hull_once_per_mesh():
+    """A dense mesh (a point cloud inside its hull) keeps its hull's vertices alone, in the file's order,
+    with the hull graph and polygons renumbered onto them; the tables are built once per mesh however many
+    pairs share it. (Every vertex of every pair was kept: dm_control's fly filled 24 GB and was killed.)"""
+    from hurtle.physics import mesh
+
+    cloud = np.random.default_rng(0).standard_normal((3000, 3)) * [0.05, 0.04, 0.03]
+    xml = f"""<mujoco><asset><mesh name="cloud" vertex="{" ".join(f"{x:.5f}" for x in cloud.ravel())}"/></asset>
+      <worldbody><geom type="plane" size="1 1 .1"/>{
+        "".join(f'<body pos="{k * 0.2} 0 .1"><freejoint/><geom type="mesh" mesh="cloud"/></body>' for k in range(3))
+    }
+      </worldbody></mujoco>"""
+    mm, model, _ = _scene(xml)
+    ga = mm.mesh_graphadr[0]
+    nhull = int(mm.mesh_graph[ga])
+    hull = np.sort(mm.mesh_graph[ga + 2 + nhull : ga + 2 + 2 * nhull])
+    t = mesh.mesh_tables(mm, 0)
+    assert 20 < nhull < 300 and len(t["vert"]) == nhull
+    np.testing.assert_array_equal(t["vert"], mm.mesh_vert[hull])
+    # the renumbered graph and polygons name the same vertices as MuJoCo's
+    nbr = t["nbr"][t["nbr"] >= 0]
+    assert nbr.max() < nhull and t["polyvert"].max() < nhull
+    pv = mm.mesh_polyvert[mm.mesh_polyvertadr[0] : mm.mesh_polyvertadr[0] + mm.mesh_polyvertnum[0]]
+    np.testing.assert_array_equal(hull[t["polyvert"][0, : len(pv)]], pv)
+    first = mm.mesh_graph[ga + 2 + nhull]
+    assert hull[int(t["start"])] == first
+    groups = {g.types: g for g in model.collision}
+    (g,) = [g for g in groups.values() if g.mesh2 is not None and g.mesh1 is not None]  # mesh-mesh: 3 pairs
+    assert len(g.geom1) == 3 and g.mesh1["vert"].shape == (3, nhull, 3)
+
+
+def test_mesh_tables_over_the_limit_are_refused_by_name():
+    """dm_control's fused fly (85 meshes of up to 178k vertices, 3,406 mesh pairs): a clear error naming
+    the limit and the model's setting that lowers it, in seconds and a few hundred MB (it was killed
+    at 24 GB); with `maxhullvert` lowered it loads."""
+    root = P.asset_dir("dm_control")
+    path = root and os.path.join(
+        os.path.dirname(root), "locomotion/walkers/assets/build_fruitfly/assets/drosophila_fused.xml"
+    )
+    if not path or not os.path.exists(path):
+        pytest.skip("dm_control's fly is not installed")
+    probe = f"""
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (6 * 2**30, 6 * 2**30))
+import mujoco, hurtle.physics as hp
+mm = mujoco.MjModel.from_xml_path({path!r})
+try:
+    hp.from_mujoco(mm)
+except ValueError as e:
+    print(e)
+spec = mujoco.MjSpec.from_file({path!r})
+for m in spec.meshes:
+    m.maxhullvert = 16
+print("slots", hp.from_mujoco(spec.compile()).ncon_max)
+print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout
+    assert "MESH_TABLE_MB" in out and "maxhullvert" in out and "3406 mesh-mesh pairs" in out, out
+    assert "slots 13624" in out, out
+    assert int(out.split("peak")[1]) < 2000, out

@@ -229,13 +229,14 @@ def main(argv=None):
         ]
         cmd += ["--batch", str(args.batch), "--nsteps", str(args.nsteps)]
         # XLA's default code generation (its MLIR fusion emitters, whose log this reads), whatever the caller's
-        # XLA_FLAGS choose (the test suite's turn them off to compile faster)
+        # XLA_FLAGS or hurtle's import choose (both turn them off: hurtle/xla_flags.py)
         flags = [
             f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith("--xla_cpu_use_fusion_emitters")
         ]
         env = {
             **os.environ,
             "XLA_FLAGS": " ".join(flags),
+            "HURTLE_XLA_FLAGS": "off",
             "JAX_ENABLE_COMPILATION_CACHE": "0",
             "TF_CPP_MIN_LOG_LEVEL": "0",
             "TF_CPP_VMODULE": "fusion_compiler=1,ir_compiler=1,cpu_compiler=1",

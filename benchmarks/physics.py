@@ -8,7 +8,9 @@
 For each model: compile + first call (s) and steady-state physics steps/s for hurtle and MJX
 (jit(vmap(step)) inside a lax.scan of --nsteps steps), and MuJoCo C's mujoco.batch.Batch on all
 threads, run in a subprocess (creating a Batch before compiling with JAX in the same process has
-hung). The table, with the machine described, is appended to benchmarks/RESULTS.md.
+hung). The table, with the machine described, is appended to benchmarks/RESULTS.md. Every JAX engine compiles
+with XLA's default code generation: hurtle's worker runs without the flag `import hurtle` adds for its users
+(`HURTLE_XLA_FLAGS=on python benchmarks/physics.py ...` times hurtle as users get it).
 
 --mode full (the default) keeps contacts and every constraint on with each model's own solver settings
 (PGS models get Newton in every engine); `nocontact` and `smooth` turn contacts or all constraints off, in
@@ -348,8 +350,12 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
 
 def run_worker(cmd: list[str], timeout: float, x64: bool = False) -> dict:
     """Run a benchmark worker process; its result is the JSON on its last `RESULT ` line, else the error."""
-    # compile times are cold ones: no persistent compilation cache, whatever the environment sets
+    # compile times are cold ones: no persistent compilation cache, whatever the environment sets; and every
+    # engine compiles with the same XLA code generation: XLA_FLAGS as given, without the flag `import hurtle`
+    # adds for its users (hurtle/xla_flags.py; the gate compares XLA's defaults), unless the caller sets
+    # HURTLE_XLA_FLAGS itself (`HURTLE_XLA_FLAGS=on` times hurtle as its users get it)
     env = {**os.environ, "JAX_ENABLE_X64": "1" if x64 else "0", "JAX_ENABLE_COMPILATION_CACHE": "0"}
+    env.setdefault("HURTLE_XLA_FLAGS", "off")
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:

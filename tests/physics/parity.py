@@ -205,34 +205,71 @@ def qpos_rollout(model: hp.Model, data: hp.Data, steps: int) -> jax.Array:
     return jax.jit(roll)(model, data)
 
 
-def _contact_rows(model: hp.Model, ours: hp.Data, mj_data: mujoco.MjData):
-    """(our row indices, MuJoCo's row indices) of every contact's constraint rows, each of MuJoCo's contacts
-    paired with the nearest of ours between the same geoms (the engines may list contacts in other orders)."""
-    contact_rows = np.isin(
-        model.efc.type,
-        [
-            mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS,
-            mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL,
-            mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC,
-        ],
-    )
+def matched_contacts(ours: hp.Data, mj_data: mujoco.MjData) -> list[tuple[int, int, float]]:
+    """(our slot, MuJoCo's contact index, largest difference of dist, pos and normal) for each of MuJoCo's
+    contacts with rows, paired with the nearest active slot of ours between the same geoms (the engines
+    may list contacts in other orders)."""
     act = np.asarray(ours.contact.active)
     g = np.stack([np.asarray(ours.contact.geom1), np.asarray(ours.contact.geom2)], 1)
-    key = np.concatenate([np.asarray(ours.contact.dist)[:, None], np.asarray(ours.contact.pos)], 1)
+    frame = np.asarray(ours.contact.frame)[:, 0]
+    key = np.concatenate([np.asarray(ours.contact.dist)[:, None], np.asarray(ours.contact.pos), frame], 1)
     free = set(np.nonzero(act)[0])
-    mine, theirs = [], []
-    for c in mj_data.contact[: mj_data.ncon]:
+    out = []
+    for k, c in enumerate(mj_data.contact[: mj_data.ncon]):
         if c.exclude or c.efc_address < 0:
             continue
         cand = [i for i in free if g[i, 0] == c.geom1 and g[i, 1] == c.geom2]
         assert cand, f"MuJoCo's contact between geoms {c.geom1} and {c.geom2} has no match"
-        ref = np.array([c.dist, *c.pos])
+        ref = np.array([c.dist, *c.pos, *c.frame[:3]])
         i = min(cand, key=lambda i: np.abs(key[i] - ref).max())
         free.discard(i)
+        out.append((int(i), k, float(np.abs(key[i] - ref).max())))
+    return out
+
+
+CONTACT_TYPES = [
+    mujoco.mjtConstraint.mjCNSTR_CONTACT_FRICTIONLESS,
+    mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL,
+    mujoco.mjtConstraint.mjCNSTR_CONTACT_ELLIPTIC,
+]
+
+
+def _contact_rows(model: hp.Model, ours: hp.Data, mj_data: mujoco.MjData):
+    """(our row indices, MuJoCo's row indices) of every contact's constraint rows, paired by contact."""
+    contact_rows = np.isin(model.efc.type, CONTACT_TYPES)
+    mine, theirs = [], []
+    for i, k, _ in matched_contacts(ours, mj_data):
         rows = np.nonzero(contact_rows & (model.efc.id == i))[0]
+        adr = mj_data.contact.efc_address[k]
         mine.extend(rows)
-        theirs.extend(range(c.efc_address, c.efc_address + len(rows)))
+        theirs.extend(range(adr, adr + len(rows)))
     return np.array(mine, int), np.array(theirs, int)
+
+
+_CONTACT_FIELDS = {
+    "dist": (),
+    "pos": (3,),
+    "frame": (3, 3),
+    "includemargin": (),
+    "friction": (5,),
+    "solref": (2,),
+    "solreffriction": (2,),
+    "solimp": (5,),
+}
+
+
+def mujoco_contacts_in_slots(d: hp.Data, mj_data: mujoco.MjData, slots: list[tuple[int, int, float]]) -> hp.Data:
+    """`d` with MuJoCo's contacts written into our slots (`matched_contacts`' pairing) and every other slot
+    off: for a model built with `contact_dims=model.contact_dim` (no collision), whose forward takes them."""
+    fields = {}
+    for name, shape in _CONTACT_FIELDS.items():
+        out = np.array(getattr(d.contact, name), np.float64)
+        for i, k, _ in slots:
+            out[i] = np.reshape(getattr(mj_data.contact[k], name), shape)
+        fields[name] = jnp.asarray(out, d.qpos.dtype)
+    active = np.zeros(d.contact.dist.shape[0], bool)
+    active[[i for i, _, _ in slots]] = True
+    return d.replace(contact=d.contact.replace(active=jnp.asarray(active), **fields))
 
 
 def constrained_errors(model: hp.Model, ours: hp.Data, mj_data: mujoco.MjData) -> dict:

@@ -128,6 +128,15 @@ def scene(seed: int, geoms_per_body: int = 1, small: bool = False) -> str:
         f"{_geom(rng, f'fg{k}', rng.choice(types), allow)}</body>"
         for k in range(1 if small else int(rng.integers(1, 3)))
     ]
+    if not small and rng.random() < 0.6:
+        # two capsules within 1e-4 rad of parallel, deep in each other (dm_control's CMU humanoid starts so)
+        euler, pos = rng.uniform(-60, 60, 3), rng.uniform(-0.25, 0.25, 3) + [0, 0, 0.15]
+        for k in range(2):
+            tilt = euler + [0, 0, 0.002 * k * rng.choice([0, 1])]  # exactly parallel, or 3.5e-5 rad apart
+            free.append(
+                f'<body name="pair{k}" pos="{_f(*(pos + k * rng.uniform(-0.04, 0.04, 3)))}" euler="{_f(*tilt)}">'
+                f'<freejoint/><geom name="pc{k}" type="capsule" size="{_f(0.05 - 0.01 * k, 0.12 - 0.04 * k)}"/></body>'
+            )
     return (
         f'<mujoco model="scene{seed}"><option timestep="0.002" gravity="{_f(*g, -9.81)}" cone="{cone}"'
         f' impratio="{rng.choice([1.0, 1.0, 3.0])}"/>{assets}<worldbody>{"".join(world + trees + free)}'

@@ -71,9 +71,26 @@ def contact_errors(mm: mujoco.MjModel, ours: hp.Data, md: mujoco.MjData) -> tupl
     return max(exact, default=0.0), max(convex, default=0.0)
 
 
+def parallel_capsules(mm: mujoco.MjModel, md: mujoco.MjData, c) -> bool:
+    capsule = mujoco.mjtGeom.mjGEOM_CAPSULE
+    if not mm.geom_type[c.geom1] == mm.geom_type[c.geom2] == capsule:
+        return False
+    a, b = (md.geom_xmat[g].reshape(3, 3)[:, 2] for g in (c.geom1, c.geom2))
+    return 1 - float(a @ b) ** 2 < 1e-8
+
+
 def test_the_scenes_mix_what_real_models_mix():
     """The generator's scenes (MuJoCo alone, no compile) hold every feature the parity tests are for."""
-    seen = {"types": set(), "cones": set(), "condim": set(), "efc": set(), "free": 0, "tree": 0, "tilted": 0}
+    seen = {
+        "types": set(),
+        "cones": set(),
+        "condim": set(),
+        "efc": set(),
+        "free": 0,
+        "tree": 0,
+        "tilted": 0,
+        "parallel": 0,
+    }
     for seed in SEEDS:
         mm = tight(mujoco.MjModel.from_xml_string(scenes.scene(seed)))
         seen["types"] |= {mujoco.mjtGeom(t).name for t in mm.geom_type}
@@ -83,11 +100,13 @@ def test_the_scenes_mix_what_real_models_mix():
         seen["tree"] += int(np.any(mm.body_parentid[1:] != 0))
         for md in states(mm, seed):
             seen["condim"] |= {int(c.dim) for c in md.contact[: md.ncon]}
+            seen["parallel"] += sum(parallel_capsules(mm, md, c) for c in md.contact[: md.ncon])
             seen["efc"] |= {mujoco.mjtConstraint(t).name for t in md.efc_type[: md.nefc]}
         assert len(set(zip(mm.geom_contype, mm.geom_conaffinity))) > 1  # contype/conaffinity bitmasks
     assert seen["types"] >= {f"mjGEOM_{t.upper()}" for t in ("plane", "hfield", *scenes.GEOM_TYPES)}, seen
     assert seen["cones"] == {0, 1} and seen["condim"] == {1, 3, 4, 6}, seen
     assert {"mjCNSTR_LIMIT_JOINT", "mjCNSTR_CONTACT_PYRAMIDAL", "mjCNSTR_CONTACT_ELLIPTIC"} <= seen["efc"], seen
+    assert seen["parallel"] >= 4, seen  # capsules within 1e-4 rad of parallel, touching
     assert seen["free"] >= 2 * len(SEEDS) and seen["tree"] == len(SEEDS) and seen["tilted"] == len(SEEDS)
 
 

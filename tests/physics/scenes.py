@@ -6,7 +6,7 @@ few kinematic trees (a free root or a chain of hinges and slides, some limited, 
 armature), free bodies beside them, and geoms of every type the engine collides (sphere, capsule,
 ellipsoid, cylinder, box, mesh) at random local poses, with mixed condim, contype/conaffinity bitmasks,
 friction, solref/solimp and margins. Gravity is tilted; the cone is pyramidal or elliptic. Bodies start
-overlapping the floor and one another, so most geoms are in contact at `qpos0`.
+overlapping the floor and one another, so most geoms are in contact at `qpos0`. A scene on a plane has a free box.
 """
 
 from __future__ import annotations
@@ -83,6 +83,11 @@ def scene(seed: int, geoms_per_body: int = 1, small: bool = False) -> str:
     g = rng.uniform(-1.5, 1.5, 2)
     cone = rng.choice(["pyramidal", "elliptic"])
     floor = rng.choice(["plane", "tilted"] if small else ["plane", "tilted", "hfield", "both"])
+    if floor in ("hfield", "both"):
+        # no polytopes on a height field: without a margin MuJoCo collides a box or mesh with a prism by EPA's
+        # discrete mode, whose first repeated vertex turns on rounding-level ties (hurtle.physics.hfield; such
+        # contacts moved with XLA's optimisation level), so a scene's answer would depend on the compiler
+        types = tuple(t for t in types if t not in ("box", "mesh"))
     relief = _f(*rng.uniform(0, 1, 7 * 8))
     assets = (
         f'<asset><mesh name="wedge" vertex="{_WEDGE}"/><mesh name="blob" vertex="{_blob(rng)}"/>'
@@ -125,7 +130,7 @@ def scene(seed: int, geoms_per_body: int = 1, small: bool = False) -> str:
     free = [
         f'<body name="free{k}" pos="{_f(*rng.uniform(-0.3, 0.3, 2), rng.uniform(0.02, 0.12))}"'
         f' euler="{_f(*rng.uniform(-90, 90, 3))}"><freejoint/>'
-        f"{_geom(rng, f'fg{k}', rng.choice(types), allow)}</body>"
+        f"{_geom(rng, f'fg{k}', 'box' if k == 0 and 'box' in types else rng.choice(types), allow)}</body>"
         for k in range(1 if small else int(rng.integers(1, 3)))
     ]
     if not small and rng.random() < 0.6:

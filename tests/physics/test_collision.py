@@ -197,7 +197,8 @@ def test_contact_cap_keeps_the_first_touching_contacts_and_counts_the_rest():
         kept = np.asarray(b.contact.active) & (model.contact_dim == dim)
         got = np.stack([np.asarray(b.contact.geom1)[kept], np.asarray(b.contact.geom2)[kept]], 1)
         np.testing.assert_array_equal(got, want[:3])
-        np.testing.assert_array_equal(np.asarray(b.contact.dist)[kept], np.asarray(a.contact.dist)[cand][:3])
+        # the same contacts; the two programs fuse differently, so a dot product may round apart (1 ulp seen)
+        np.testing.assert_allclose(np.asarray(b.contact.dist)[kept], np.asarray(a.contact.dist)[cand][:3], rtol=1e-12)
         dropped += max(0, len(want) - 3)
     assert dropped > 0 and int(b.ncon_dropped) == dropped and int(b.ncon) == int(a.ncon) - dropped
 

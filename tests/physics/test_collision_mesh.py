@@ -229,15 +229,15 @@ try:
     hp.from_mujoco(mm)
 except ValueError as e:
     print(e)
+print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)  # MuJoCo's fly and hurtle's refusal
 spec = mujoco.MjSpec.from_file({path!r})
 for m in spec.meshes:
     m.maxhullvert = 16
 print("slots", hp.from_mujoco(spec.compile()).ncon_max)
-print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     out = run.stdout
     assert "MESH_TABLE_MB" in out and "maxhullvert" in out and "3406 mesh-mesh pairs" in out, out
     assert "slots 13624" in out, out
-    assert int(out.split("peak")[1]) < 2000, out
+    assert int(out.split("peak")[1].split()[0]) < 1200, out  # 600-700 MB seen, JAX and MuJoCo's model included

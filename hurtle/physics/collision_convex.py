@@ -9,7 +9,7 @@ segment), and in MuJoCo 4 so is a margin on a pair with faces or edges.
 Registered: plane-ellipsoid (mjc_PlaneConvex, exact; plane-mesh is `hurtle.physics.mesh`) and the
 pairs of CONVEX_PAIRS, with MuJoCo 4's multi-contact search (`hurtle.physics.multiccd`) where
 multiccd is on. A mesh's "size" is its table dict
-(`hurtle.physics.mesh.geom_mesh`, per pair).
+(`hurtle.physics.mesh.mesh_tables`, built once per mesh, stacked per pair).
 """
 
 from __future__ import annotations

@@ -174,8 +174,8 @@ MAPS_PER_PROGRAM = 1500  # room for forty such programs under Linux's default 65
 @pytest.mark.slow
 def test_twenty_contact_models_compile_and_run_in_one_process():
     """Twenty distinct contact models compiled, run and checked against MuJoCo in one process, as a user
-    would (nothing cleared): each program holds few memory mappings (with XLA's fusion emitters, 1,500 to
-    2,900 for these and ~4,500 for a dozen geoms, so that about fifteen filled the process's limit)."""
+    would (nothing cleared): each program holds few memory mappings (with XLA's fusion emitters, 763 to
+    3,216 for these and ~4,500 for a dozen geoms, so that about fifteen filled the process's limit)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "HURTLE_XLA_FLAGS")}
     run = subprocess.run([sys.executable, "-c", _MANY], cwd=root, env=env, capture_output=True, text=True, timeout=3000)

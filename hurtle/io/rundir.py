@@ -23,14 +23,15 @@ def default_run_dir(env: str, algo: str = "ppo", root: str = "runs") -> str:
     return os.path.join(root, f"{env}-{algo}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
-def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None) -> str:
-    """Create the run directory (default: `default_run_dir(config.env)`) and write `config.json`.
+def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None, algo: str = "ppo") -> str:
+    """Create the run directory (default: `default_run_dir(config.env, algo)`) and write `config.json` (the
+    config's fields and "algo", the algorithm's name).
 
     An existing empty directory is fine; a non-empty one is refused unless `resume` is true."""
     if path is None:
         if config is None:
             raise ValueError("prepare_run_dir needs a path or a config (whose env names the default directory)")
-        path = default_run_dir(config.env)
+        path = default_run_dir(config.env, algo)
     if os.path.exists(path):
         if not os.path.isdir(path):
             raise FileExistsError(f"run directory {path!r} exists and is not a directory")
@@ -41,6 +42,7 @@ def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None) 
     os.makedirs(path, exist_ok=True)
     if config is not None:
         data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+        data = {"algo": algo, **data}
         _write_atomically(os.path.join(path, "config.json"), json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -56,7 +58,7 @@ def _write_atomically(path: str, text: str) -> None:
 
 
 def load_config(run_dir: str) -> dict[str, Any]:
-    """The `config.json` of a run directory, lists turned back into tuples."""
+    """The `config.json` of a run directory (the config's fields and "algo"), lists turned back into tuples."""
     path = os.path.join(run_dir, "config.json")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{run_dir!r} is not a run directory: it has no config.json")

@@ -30,18 +30,26 @@ def init(shape: int | tuple[int, ...], dtype: Any = jnp.float32) -> NormalizerSt
     return NormalizerState(count=jnp.zeros((), dtype), mean=jnp.zeros(shape, dtype), m2=jnp.zeros(shape, dtype))
 
 
-def update(state: NormalizerState, batch: jax.Array) -> NormalizerState:
-    """Merge a batch `[..., *shape]` (every leading axis a batch axis) into the running statistics."""
+def update(state: NormalizerState, batch: jax.Array, mask: jax.Array | None = None) -> NormalizerState:
+    """Merge a batch `[..., *shape]` (every leading axis a batch axis) into the running statistics; with a
+    `mask` (the batch axes' shape), only the observations where it is true."""
     ndim = state.mean.ndim
     axes = tuple(range(batch.ndim - ndim))
     batch = batch.astype(state.mean.dtype)
-    n = jnp.asarray(batch.size // max(state.mean.size, 1), state.mean.dtype)
-    batch_mean = jnp.mean(batch, axis=axes)
-    batch_m2 = jnp.sum(jnp.square(batch - batch_mean), axis=axes)
+    if mask is None:
+        n = jnp.asarray(batch.size // max(state.mean.size, 1), state.mean.dtype)
+        batch_mean = jnp.mean(batch, axis=axes)
+        batch_m2 = jnp.sum(jnp.square(batch - batch_mean), axis=axes)
+    else:
+        w = mask.astype(batch.dtype).reshape(mask.shape + (1,) * ndim)
+        n = jnp.sum(w)
+        batch_mean = jnp.sum(w * batch, axis=axes) / jnp.maximum(n, 1.0)
+        batch_m2 = jnp.sum(w * jnp.square(batch - batch_mean), axis=axes)
     total = state.count + n
+    safe = jnp.maximum(total, jnp.ones_like(total))  # an empty masked batch changes nothing
     delta = batch_mean - state.mean
-    mean = state.mean + delta * (n / total)
-    m2 = state.m2 + batch_m2 + jnp.square(delta) * (state.count * n / total)
+    mean = state.mean + delta * (n / safe)
+    m2 = state.m2 + batch_m2 + jnp.square(delta) * (state.count * n / safe)
     return NormalizerState(count=total, mean=mean, m2=m2)
 
 

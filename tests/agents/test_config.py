@@ -1,24 +1,37 @@
-"""PPO's Config: defaults validate, and each kind of mistake is named."""
+"""Every algorithm's Config: defaults and presets validate, every field is documented, each mistake is named."""
 
 import dataclasses
 
 import pytest
 
+from hurtle.agents import runner
 from hurtle.agents.ppo import Config
 
+ALGOS = list(runner.ALGORITHMS)
 
-def test_defaults_validate():
-    assert Config().validate() == Config()
+
+@pytest.mark.parametrize("name", ALGOS)
+def test_defaults_and_presets_validate(name):
+    algo = runner.algorithm(name)
+    assert algo.config().validate() == algo.config()
+    assert algo.presets, name
+    for env in algo.presets:
+        assert algo.preset(env).validate().env == env
+
+
+def test_ppo_batch_size():
     assert Config().batch_size == Config().num_envs * Config().unroll_length
 
 
-def test_every_field_has_a_docstring():
+@pytest.mark.parametrize("name", ALGOS)
+def test_every_field_has_a_docstring(name):
     import inspect
 
-    source = inspect.getsource(Config)
-    for field in dataclasses.fields(Config):
-        line = next(i for i, s in enumerate(source.splitlines()) if s.strip().startswith(f"{field.name}:"))
-        assert source.splitlines()[line + 1].strip().startswith('"""'), field.name
+    cls = runner.algorithm(name).config
+    lines = [line for klass in cls.__mro__[:-1] for line in inspect.getsource(klass).splitlines()]
+    for field in dataclasses.fields(cls):
+        line = next(i for i, s in enumerate(lines) if s.strip().startswith(f"{field.name}:"))
+        assert lines[line + 1].strip().startswith('"""'), (name, field.name)
 
 
 def test_config_is_frozen():
@@ -53,3 +66,31 @@ def test_config_is_frozen():
 def test_validate_names_the_field(changes, message):
     with pytest.raises(ValueError, match=message):
         Config(**changes).validate()
+
+
+@pytest.mark.parametrize(
+    "name, changes, message",
+    [
+        ("sac", {"env": "pendulum", "batch_size": 512, "min_replay_size": 256}, r"Config.min_replay_size = 256 is smaller than one batch"),
+        ("sac", {"env": "pendulum", "batch_size": 512, "max_replay_size": 256, "min_replay_size": 0}, r"Config.max_replay_size = 256 is smaller than one batch"),
+        ("sac", {"env": "pendulum", "tau": 2.0}, r"Config.tau must lie in \[0, 1\]"),
+        ("sac", {"env": "pendulum", "min_replay_size": 4096, "max_replay_size": 2048, "batch_size": 256}, r"min_replay_size = 4096 exceeds"),
+        ("es", {"population_size": 7}, r"Config.population_size must be even"),
+        ("es", {"noise_std": 0.0}, r"Config.noise_std must be positive"),
+        ("ars", {"top_directions": 9, "num_directions": 8}, r"Config.top_directions = 9 exceeds num_directions = 8"),
+        ("ars", {"step_size": -1.0}, r"Config.step_size must be positive"),
+    ],
+)
+def test_algorithm_validate_names_the_field(name, changes, message):
+    with pytest.raises(ValueError, match=message):
+        runner.algorithm(name).config(**changes).validate()
+
+
+def test_unknown_algorithm_and_unsplittable_population_are_named():
+    import types
+
+    with pytest.raises(ValueError, match=r"unknown algorithm 'nope'; known: ppo, sac, es, ars"):
+        runner.algorithm("nope")
+    es = runner.algorithm("es").config(population_size=6)
+    with pytest.raises(ValueError, match=r"Config.population_size = 6 must be divisible by the 4 devices"):
+        runner.check_devices(es, "population_size", es.population_size, types.SimpleNamespace(size=4))

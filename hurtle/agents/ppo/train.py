@@ -1,8 +1,9 @@
 """PPO's Anakin training loop: one jitted iteration does rollout, normaliser update, GAE and every update.
 
 The inner steps are module-level pure functions (`rollout`, `update_minibatch`, `update_epoch`);
-`make_iteration` binds them to a config, an environment and a mesh and jits the result; `train` is the
-host loop (it only calls the iteration, evaluates and reports progress).
+`make_iteration` binds them to a config, an environment and a mesh and jits the result; `make_learner`
+and `make_actor` hand it to the runner (`hurtle.agents.runner`), whose host loop evaluates, checkpoints
+and reports progress.
 
 Devices (see `hurtle.podracer.anakin`): environment states and rollout batches are split along their
 environment axis over the mesh's "data" axis, parameters, optimiser and normaliser state are replicated;
@@ -16,23 +17,21 @@ rollout.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jax import lax
 from jax.sharding import Mesh
 
 from hurtle import podracer
+from hurtle.agents import runner
 from hurtle.agents.ppo import losses
 from hurtle.agents.ppo.config import Config
-from hurtle.envs import make
 from hurtle.envs.base import Env, State
-from hurtle.envs.wrappers import VmapWrapper, wrap_for_training
+from hurtle.envs.wrappers import wrap_for_training
 from hurtle.io.checkpoint import Checkpointer
 from hurtle.nn import make_policy_network, make_value_network, normalizer
 from hurtle.nn.networks import PolicyNetwork, ValueNetwork
@@ -192,9 +191,7 @@ def update_epoch(
 
 def make_training_env(config: Config, num_envs: int | None = None) -> Env:
     """The batched, auto-resetting training environment of `config`."""
-    return wrap_for_training(
-        make(config.env, config.episode_length, nconmax=config.nconmax), num_envs or config.num_envs
-    )
+    return wrap_for_training(runner.make_env(config), num_envs or config.num_envs)
 
 
 def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None = None) -> TrainState:
@@ -209,7 +206,7 @@ def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None =
         normalizer=normalizer.init(obs_space.shape, obs_space.dtype),
         env_state=jax.jit(env.reset)(k_env),
         key=key,
-        step=jnp.zeros((), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32),
+        step=runner.step_counter(),
     )
     if mesh is None:
         return state
@@ -288,76 +285,37 @@ def make_iteration(
     return jax.jit(iteration)
 
 
-def evaluate(
-    params: Any,
-    norm: normalizer.NormalizerState,
-    key: jax.Array,
-    *,
-    env: Env,
-    networks: Networks,
-    episode_length: int,
-    normalize_observations: bool = True,
-) -> dict[str, jax.Array]:
-    """Run the deterministic policy (the distribution's mode) for one episode on each environment of the
-    batched, non-resetting `env`; returns each episode's return and length (`[num_envs]` arrays under
-    "episode_return" and "episode_length")."""
-    dist = networks.policy.distribution
-    state = env.reset(key)
-    dtype = state.reward.dtype
+def make_actor(config: Config) -> runner.Actor:
+    """The deterministic policy (the distribution's mode on normalised observations) and its checkpoint item."""
+    env = runner.make_env(config)
+    networks = make_networks(config, env)
 
-    def step(carry, _):
-        state, ret, length, alive = carry
-        obs = normalizer.normalize(norm, state.obs) if normalize_observations else state.obs
-        action = dist.mode(networks.policy.apply(params["policy"], obs))
-        new = env.step(state, action)
-        ret = ret + jnp.where(alive, new.reward, jnp.zeros_like(new.reward))
-        length = length + alive.astype(dtype)
-        alive = alive & ~(new.done | new.truncation)
-        return (new, ret, length, alive), None
+    def act(policy: dict[str, Any], obs: jax.Array) -> jax.Array:
+        if config.normalize_observations:
+            obs = normalizer.normalize(policy["normalizer"], obs)
+        return networks.policy.distribution.mode(networks.policy.apply(policy["params"]["policy"], obs))
 
-    zeros = jnp.zeros_like(state.reward)
-    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool))
-    (_, ret, length, _), _ = lax.scan(step, carry, None, length=episode_length)
-    return {"episode_return": ret, "episode_length": length}
-
-
-def make_evaluate(
-    config: Config, networks: Networks, num_episodes: int | None = None
-) -> Callable[[Any, normalizer.NormalizerState, jax.Array], dict[str, jax.Array]]:
-    """The jitted `evaluate(params, normalizer, key)` on `num_episodes` (default `config.num_eval_envs`) fresh
-    environments: per-episode returns and lengths."""
-    eval_env = VmapWrapper(
-        make(config.env, config.episode_length, nconmax=config.nconmax), num_episodes or config.num_eval_envs
-    )
-    length = -(-config.episode_length // getattr(eval_env.env, "action_repeat", 1))
-
-    def run(params: Any, norm: normalizer.NormalizerState, key: jax.Array) -> dict[str, jax.Array]:
-        return evaluate(
-            params,
-            norm,
-            key,
-            env=eval_env,
-            networks=networks,
-            episode_length=length,
-            normalize_observations=config.normalize_observations,
-        )
-
-    return jax.jit(run)
-
-
-def eval_metrics(episodes: dict[str, Any]) -> dict[str, float]:
-    """The logged summary of `evaluate`'s episodes: mean return and length, and the return's spread."""
-    ret = np.asarray(episodes["episode_return"], np.float64)
-    return {
-        "eval/episode_return": float(ret.mean()),
-        "eval/episode_return_std": float(ret.std()),
-        "eval/episode_length": float(np.mean(episodes["episode_length"])),
-    }
+    k_policy, k_value = jax.random.split(jax.random.key(0))
+    params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}
+    obs_space = env.observation_space
+    return runner.Actor(act, {"params": params, "normalizer": normalizer.init(obs_space.shape, obs_space.dtype)})
 
 
 def policy_of(state: TrainState) -> dict[str, Any]:
     """What acting needs: the parameters and the observation normaliser (a checkpoint's `policy` item)."""
     return {"params": state.params, "normalizer": state.normalizer}
+
+
+def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
+    """PPO for the runner: fresh state, the jitted iteration, the policy item."""
+    runner.check_devices(config, "num_envs", config.num_envs, mesh)
+    env = make_training_env(config)
+    networks = make_networks(config, env)
+    return runner.Learner(
+        init=lambda: init_state(config, env, networks, mesh),
+        iteration=make_iteration(config, env, networks, mesh),
+        policy=policy_of,
+    )
 
 
 def train(
@@ -367,82 +325,19 @@ def train(
     checkpointer: Checkpointer | None = None,
     resume: bool = False,
 ) -> tuple[TrainState, list[dict[str, float]]]:
-    """Train PPO per `config` on `mesh` (all devices by default); returns the final state and one metrics
-    dict per iteration run (evaluation metrics merged in every `eval_every` iterations and after the last).
+    """Train PPO per `config` with the runner (`hurtle.agents.runner.train`, which documents the rest)."""
+    from hurtle.agents.ppo import ALGORITHM
 
-    With a `checkpointer`, a checkpoint is written every `config.checkpoint_every` iterations and after the
-    last. With `resume`, the run continues from the newest checkpoint (if any) exactly as if it had never
-    stopped: same parameters, environment states, random keys and step count; `time/seconds` continues
-    from the checkpoint's.
-    """
-    config.validate()
-    mesh = podracer.make_mesh() if mesh is None else mesh
-    if config.num_envs % mesh.size:
-        raise ValueError(f"Config.num_envs = {config.num_envs} must be divisible by the {mesh.size} devices")
-    env = make_training_env(config)
-    networks = make_networks(config, env)
-    state = init_state(config, env, networks, mesh)
-    iteration = make_iteration(config, env, networks, mesh)
-    evaluate_fn = make_evaluate(config, networks) if config.eval_every else None
-    eval_key = jax.random.key(config.seed + 1)
-    num_iterations = max(1, -(-config.num_timesteps // config.batch_size))
-    first, elapsed = 0, 0.0
-    if resume and checkpointer is not None and checkpointer.latest_step() is not None:
-        state, meta = checkpointer.restore(state)
-        first, elapsed = int(meta["iteration"]), float(meta["time_s"])
-        eval_key = jax.random.wrap_key_data(np.asarray(meta["eval_key"], np.uint32))
-    history: list[dict[str, float]] = []
-    start = time.perf_counter() - elapsed
-    for i in range(first, num_iterations):
-        state, metrics = iteration(state)
-        metrics = {k: float(v) for k, v in podracer.host_value(metrics).items()}
-        last = i == num_iterations - 1
-        if evaluate_fn is not None and ((i + 1) % config.eval_every == 0 or last):
-            eval_key, k = jax.random.split(eval_key)
-            metrics.update(eval_metrics(podracer.host_value(evaluate_fn(state.params, state.normalizer, k))))
-        step = int(podracer.host_value(state.step))
-        metrics["step"] = float(step)
-        metrics["time/seconds"] = time.perf_counter() - start
-        history.append(metrics)
-        if progress_fn is not None:
-            progress_fn(step, metrics)
-        if checkpointer is not None and (last or (config.checkpoint_every and (i + 1) % config.checkpoint_every == 0)):
-            meta = {
-                "iteration": i + 1,
-                "step": step,
-                "time_s": metrics["time/seconds"],
-                "eval_key": np.asarray(jax.random.key_data(eval_key)).tolist(),
-            }
-            checkpointer.save(step, state, policy_of(state), meta)
-    if checkpointer is not None:
-        checkpointer.wait()
-    return state, history
-
-
-def load_policy(
-    config: Config, checkpointer: Checkpointer, step: int | None = None
-) -> tuple[Networks, dict[str, Any], dict[str, Any]]:
-    """The networks of `config` with the parameters and normaliser of checkpoint `step` (the newest by
-    default), without building the training environments: `(networks, policy, meta)`."""
-    env = make(config.env, config.episode_length, nconmax=config.nconmax)
-    networks = make_networks(config, env)
-    k_policy, k_value = jax.random.split(jax.random.key(0))
-    params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}
-    obs_space = env.observation_space
-    like = {"params": params, "normalizer": normalizer.init(obs_space.shape, obs_space.dtype)}
-    policy, meta = checkpointer.restore_policy(like, step)
-    return networks, policy, meta
+    return runner.train(ALGORITHM, config, progress_fn, mesh, checkpointer, resume)
 
 
 __all__ = [
     "Networks",
     "TrainState",
     "Transition",
-    "eval_metrics",
-    "evaluate",
-    "load_policy",
     "init_state",
-    "make_evaluate",
+    "make_actor",
+    "make_learner",
     "make_iteration",
     "make_networks",
     "make_training_env",

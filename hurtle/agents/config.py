@@ -1,0 +1,73 @@
+"""The fields every algorithm's `Config` shares (what the runner reads), declared once.
+
+Each algorithm's `Config` is a frozen dataclass that inherits `RunConfig` and adds its own fields; the CLI
+and `--help` are generated from it (tyro), each field's docstring its help.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated
+
+import tyro
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """What the runner needs of any algorithm: the task, the budget, evaluation, checkpoints and the seed."""
+
+    env: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ENV")] = "cartpole"
+    """The registered environment's name (`hurtle envs` lists them)."""
+    num_timesteps: int = 10_000_000
+    """Environment steps to train for (over all environments); the run stops at the first iteration past it."""
+    episode_length: int = 1000
+    """The time limit in environment steps (a truncation, bootstrapped from the final observation)."""
+    nconmax: int | None = None
+    """hurtle's contact cap per contact dimension for the task's model (MJCF `<size nconmax>`): faster physics
+    where the model has many more contact candidates than contacts (the humanoids); touching contacts past it
+    are dropped and counted in `train/ncon_dropped`. None keeps every candidate's slot."""
+    eval_every: int = 10
+    """Training iterations between evaluations (0: never; the last iteration is always evaluated unless 0)."""
+    num_eval_envs: int = 128
+    """Environments in one deterministic evaluation (one episode each)."""
+    checkpoint_every: int = 0
+    """Training iterations between checkpoints (0: only after the last)."""
+    seed: int = 0
+    """The seed of every random key."""
+
+    def validate_run(self) -> None:
+        """Raise ValueError naming the first shared field at fault."""
+        from hurtle.envs import names
+
+        for name in ("num_timesteps", "episode_length", "num_eval_envs"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"Config.{name} must be positive, got {getattr(self, name)}")
+        for name in ("eval_every", "checkpoint_every"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"Config.{name} must be >= 0 (0 disables it), got {getattr(self, name)}")
+        if self.env not in names():
+            raise ValueError(f"Config.env: unknown environment {self.env!r}; registered: {', '.join(names())}")
+        if self.nconmax is not None and (isinstance(self.nconmax, bool) or not self.nconmax > 0):
+            raise ValueError(f"Config.nconmax must be a positive number of contacts or None, got {self.nconmax}")
+
+
+def check_positive(config: object, *names: str, strict: bool = True) -> None:
+    """Raise ValueError naming the first of `names` that is not > 0 (`strict`) or not >= 0."""
+    for name in names:
+        value = getattr(config, name)
+        if not (value > 0 if strict else value >= 0):
+            raise ValueError(f"Config.{name} must be {'positive' if strict else '>= 0'}, got {value}")
+
+
+def check_unit(config: object, *names: str) -> None:
+    """Raise ValueError naming the first of `names` outside [0, 1]."""
+    for name in names:
+        if not 0 <= getattr(config, name) <= 1:
+            raise ValueError(f"Config.{name} must lie in [0, 1], got {getattr(config, name)}")
+
+
+def check_widths(config: object, *names: str) -> None:
+    """Raise ValueError naming the first of `names` (layer widths) holding a width <= 0."""
+    for name in names:
+        if any(int(w) <= 0 for w in getattr(config, name)):
+            raise ValueError(f"Config.{name} must hold positive widths, got {getattr(config, name)}")

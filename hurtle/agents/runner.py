@@ -1,0 +1,249 @@
+"""The one training loop every algorithm runs on: iterations, evaluation, progress, checkpoints, exact resume.
+
+An algorithm is an `Algorithm`: its `Config` (a frozen dataclass inheriting `RunConfig`), its presets, and
+`make_learner(config, mesh) -> Learner`, which gives the runner
+- `init()`: a fresh training state placed on the mesh (it must have a `step` field: env steps so far);
+- `prepare(state)`: work a fresh run does once before its first iteration (SAC fills its replay buffer);
+  a resumed run skips it, its checkpoint already holds the result;
+- `iteration(state) -> (state, metrics)`: one jitted call of the algorithm's whole work per iteration;
+- `policy(state)`: the acting item a checkpoint stores beside the state (what `hurtle eval` restores).
+
+and `make_actor(config) -> Actor`: the deterministic `act(policy, obs) -> action` and a template of the
+policy item, built from the config alone (no training environments), for evaluation, `hurtle eval` and the
+viewer. The runner evaluates every algorithm the same way (`evaluate`: one episode per environment of a
+batch, no auto-reset, the policy's deterministic action) and writes the same run directory.
+
+`train` stops after the first iteration whose state's `step` reaches `config.num_timesteps`; an algorithm
+whose iterations take a varying number of env steps (ES and ARS count the steps their episodes really took)
+needs nothing more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh
+
+from hurtle import podracer
+from hurtle.envs import make
+from hurtle.envs.base import Env
+from hurtle.envs.wrappers import VmapWrapper
+from hurtle.io.checkpoint import Checkpointer
+
+# name -> the module holding its `ALGORITHM`; imported on first use
+ALGORITHMS: dict[str, str] = {
+    "ppo": "hurtle.agents.ppo",
+    "sac": "hurtle.agents.sac",
+    "es": "hurtle.agents.es",
+    "ars": "hurtle.agents.ars",
+}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Learner:
+    """One algorithm bound to one config and mesh (see the module docstring)."""
+
+    init: Callable[[], Any]
+    iteration: Callable[[Any], tuple[Any, dict[str, jax.Array]]]
+    policy: Callable[[Any], Any]
+    prepare: Callable[[Any], Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Actor:
+    """The deterministic policy of a config: `act(policy, obs) -> action` (jittable, `obs` batched) and
+    `like_policy`, a policy item of the right structure (what a checkpoint's `policy` restores into)."""
+
+    act: Callable[[Any, jax.Array], jax.Array]
+    like_policy: Any
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Algorithm:
+    """An algorithm as the runner and the CLI see it."""
+
+    name: str
+    config: type
+    presets: Mapping[str, Mapping[str, Any]]
+    make_learner: Callable[[Any, Mesh], Learner]
+    make_actor: Callable[[Any], Actor]
+
+    def preset(self, env: str) -> Any:
+        """The config for `env` with its preset values (the defaults where it has none)."""
+        return self.config(env=env, **self.presets.get(env, {}))
+
+
+def algorithm(name: str) -> Algorithm:
+    """The registered algorithm `name` (`ALGORITHMS`); ValueError naming the known ones otherwise."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
+    return importlib.import_module(ALGORITHMS[name]).ALGORITHM
+
+
+def check_devices(config: Any, field: str, count: int, mesh: Mesh) -> None:
+    """ValueError naming `field` when `count` (what is split over the devices) does not divide evenly."""
+    if count % mesh.size:
+        raise ValueError(f"Config.{field} = {count} must be divisible by the {mesh.size} devices it is split over")
+
+
+def make_env(config: Any) -> Env:
+    """The (unbatched, non-resetting) environment of `config`, time limit and contact cap applied."""
+    return make(config.env, config.episode_length, nconmax=config.nconmax)
+
+
+def control_steps(config: Any, env: Env) -> int:
+    """Steps of `env` (after its action repeat) that one episode of `config.episode_length` takes at most."""
+    return -(-config.episode_length // getattr(env, "action_repeat", 1))
+
+
+def evaluate(
+    act: Callable[[Any, jax.Array], jax.Array],
+    policy: Any,
+    key: jax.Array,
+    *,
+    env: Env,
+    episode_length: int,
+) -> dict[str, jax.Array]:
+    """Run `act(policy, obs)` for one episode on each environment of the batched, non-resetting `env`; returns
+    each episode's return and length (`[num_envs]` arrays under "episode_return" and "episode_length")."""
+    state = env.reset(key)
+    dtype = state.reward.dtype
+
+    def step(carry, _):
+        state, ret, length, alive = carry
+        new = env.step(state, act(policy, state.obs))
+        ret = ret + jnp.where(alive, new.reward, jnp.zeros_like(new.reward))
+        length = length + alive.astype(dtype)
+        alive = alive & ~(new.done | new.truncation)
+        return (new, ret, length, alive), None
+
+    zeros = jnp.zeros_like(state.reward)
+    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool))
+    (_, ret, length, _), _ = lax.scan(step, carry, None, length=episode_length)
+    return {"episode_return": ret, "episode_length": length}
+
+
+def make_evaluate(
+    config: Any, act: Callable[[Any, jax.Array], jax.Array], num_episodes: int | None = None
+) -> Callable[[Any, jax.Array], dict[str, jax.Array]]:
+    """The jitted `evaluate(policy, key)` of `act` on `num_episodes` (default `config.num_eval_envs`) fresh
+    environments of `config.env`: per-episode returns and lengths."""
+    env = make_env(config)
+    batched = VmapWrapper(env, num_episodes or config.num_eval_envs)
+    length = control_steps(config, env)
+    return jax.jit(lambda policy, key: evaluate(act, policy, key, env=batched, episode_length=length))
+
+
+def eval_metrics(episodes: dict[str, Any]) -> dict[str, float]:
+    """The logged summary of `evaluate`'s episodes: mean return and length, and the return's spread."""
+    ret = np.asarray(episodes["episode_return"], np.float64)
+    return {
+        "eval/episode_return": float(ret.mean()),
+        "eval/episode_return_std": float(ret.std()),
+        "eval/episode_length": float(np.mean(episodes["episode_length"])),
+    }
+
+
+def step_counter() -> jax.Array:
+    """A zero env-step counter (int64 under x64, else int32)."""
+    return jnp.zeros((), jnp.int64 if jax.config.jax_enable_x64 else jnp.int32)
+
+
+def train(
+    algo: Algorithm | str,
+    config: Any,
+    progress_fn: Callable[[int, dict[str, float]], None] | None = None,
+    mesh: Mesh | None = None,
+    checkpointer: Checkpointer | None = None,
+    resume: bool = False,
+    learner: Learner | None = None,
+) -> tuple[Any, list[dict[str, float]]]:
+    """Train `algo` per `config` on `mesh` (all devices by default; `learner`: one `algo.make_learner` already
+    built for them, e.g. to check the config before a run directory is made); returns the final state and one metrics
+    dict per iteration run (evaluation metrics merged in every `eval_every` iterations and after the last).
+
+    With a `checkpointer`, a checkpoint is written every `config.checkpoint_every` iterations and after the
+    last. With `resume`, the run continues from the newest checkpoint (if any) exactly as if it had never
+    stopped: same parameters, environment states, replay, random keys and step count; `time/seconds`
+    continues from the checkpoint's.
+    """
+    algo = algorithm(algo) if isinstance(algo, str) else algo
+    config.validate()
+    mesh = podracer.make_mesh() if mesh is None else mesh
+    learner = algo.make_learner(config, mesh) if learner is None else learner
+    state = learner.init()
+    evaluate_fn = make_evaluate(config, algo.make_actor(config).act) if config.eval_every else None
+    eval_key = jax.random.key(config.seed + 1)
+    iteration, elapsed = 0, 0.0
+    restored = resume and checkpointer is not None and checkpointer.latest_step() is not None
+    if restored:
+        state, meta = checkpointer.restore(state)
+        iteration, elapsed = int(meta["iteration"]), float(meta["time_s"])
+        eval_key = jax.random.wrap_key_data(np.asarray(meta["eval_key"], np.uint32))
+    start = time.perf_counter() - elapsed
+    if not restored and learner.prepare is not None:
+        state = learner.prepare(state)
+    history: list[dict[str, float]] = []
+    step = int(podracer.host_value(state.step))
+    while step < config.num_timesteps or iteration == 0:
+        state, metrics = learner.iteration(state)
+        iteration += 1
+        metrics = {k: float(v) for k, v in podracer.host_value(metrics).items()}
+        step = int(podracer.host_value(state.step))
+        last = step >= config.num_timesteps
+        if evaluate_fn is not None and (iteration % config.eval_every == 0 or last):
+            eval_key, k = jax.random.split(eval_key)
+            metrics.update(eval_metrics(podracer.host_value(evaluate_fn(learner.policy(state), k))))
+        metrics["step"] = float(step)
+        metrics["time/seconds"] = time.perf_counter() - start
+        history.append(metrics)
+        if progress_fn is not None:
+            progress_fn(step, metrics)
+        if checkpointer is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
+            meta = {
+                "iteration": iteration,
+                "step": step,
+                "time_s": metrics["time/seconds"],
+                "eval_key": np.asarray(jax.random.key_data(eval_key)).tolist(),
+            }
+            checkpointer.save(step, state, learner.policy(state), meta)
+    if checkpointer is not None:
+        checkpointer.wait()
+    return state, history
+
+
+def load_policy(
+    algo: Algorithm | str, config: Any, checkpointer: Checkpointer, step: int | None = None
+) -> tuple[Actor, Any, dict[str, Any]]:
+    """The actor of `config` with the policy item of checkpoint `step` (the newest by default), without
+    building the training environments: `(actor, policy, meta)`."""
+    algo = algorithm(algo) if isinstance(algo, str) else algo
+    actor = algo.make_actor(config)
+    policy, meta = checkpointer.restore_policy(actor.like_policy, step)
+    return actor, policy, meta
+
+
+__all__ = [
+    "ALGORITHMS",
+    "Actor",
+    "Algorithm",
+    "Learner",
+    "algorithm",
+    "check_devices",
+    "control_steps",
+    "eval_metrics",
+    "evaluate",
+    "load_policy",
+    "make_env",
+    "make_evaluate",
+    "step_counter",
+    "train",
+]

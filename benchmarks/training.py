@@ -1,12 +1,20 @@
-"""Time to solve and training throughput of hurtle's PPO presets, appended to benchmarks/RESULTS.md.
+"""Time to solve and training throughput of hurtle's presets (any algorithm), appended to benchmarks/RESULTS.md.
 
-For each environment: the preset's run (float32, every device of this machine), timed from the call
-to the end of each iteration, compilation included. "time to solve" is the `time_s` of the first
-evaluation whose mean return reaches the threshold; "steps/s" counts env steps per second of
-training after the first iteration (whose time is mostly compilation), evaluation included.
+For each ENV:THRESHOLD[:ALGO] (ALGO: ppo by default, sac, es, ars): the preset's run (float32, every device of
+this machine), timed from the call to the end of each iteration, compilation included. "time to solve" is
+the `time_s` of the first evaluation whose mean return reaches the threshold; "steps/s" counts env steps per
+second of training after the first iteration (whose time is mostly compilation), evaluation included.
+`--max-seconds` stops a run at the first iteration past that wall-clock budget.
 
-    python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000)
+    python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
     python benchmarks/training.py --env cartpole:475 --seeds 0 1 2
+    python benchmarks/training.py --env swimmer:325:ars --max-seconds 1800
+    python benchmarks/training.py --env hopper:2500:sac --peer sbx --max-seconds 3600   # SBX on Hopper-v5 too
+    python benchmarks/training.py --env hopper:2500:sac --split     # SAC's time per iteration, part by part
+
+`--peer sbx` also trains SBX's SAC (sbx-rl: JAX SAC on Gymnasium's MuJoCo C environment, the RL Zoo's
+MuJoCo settings: 10,000 random steps first, then one update of batch 256 per step) with a deterministic
+10-episode evaluation every `--peer-eval-every` env steps, on the same machine in the same run.
 """
 
 from __future__ import annotations
@@ -20,18 +28,36 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 DEFAULT = ("cartpole:475", "inverted_pendulum:1000")
+GYM_IDS = {"halfcheetah": "HalfCheetah-v5", "hopper": "Hopper-v5", "walker2d": "Walker2d-v5", "ant": "Ant-v5",
+           "swimmer": "Swimmer-v5", "inverted_pendulum": "InvertedPendulum-v5", "pendulum": "Pendulum-v1"}  # fmt: skip
 
 
-def run(env: str, threshold: float, seed: int) -> dict:
-    from hurtle.agents.ppo import train as ppo_train
-    from hurtle.agents.ppo.presets import PRESETS, preset
+class _Budget(Exception):
+    """Raised from the progress callback when a run passes --max-seconds."""
 
-    if env not in PRESETS:
-        return {"error": f"no PPO preset for {env}"}
-    config = dataclasses.replace(preset(env), seed=seed, checkpoint_every=0)
+
+def run(env: str, threshold: float, seed: int, algo: str = "ppo", max_seconds: float | None = None) -> dict:
+    from hurtle.agents import runner
+
+    algorithm = runner.algorithm(algo)
+    if env not in algorithm.presets:
+        return {"error": f"no {algo} preset for {env}"}
+    config = dataclasses.replace(algorithm.preset(env), seed=seed, checkpoint_every=0)
     marks: list[tuple[int, float]] = []
+    history: list[dict] = []
     start = time.perf_counter()
-    _, history = ppo_train.train(config, lambda step, m: marks.append((step, time.perf_counter() - start)))
+
+    def progress(step, metrics):
+        now = time.perf_counter() - start
+        marks.append((step, now))
+        history.append(metrics)
+        if max_seconds is not None and now > max_seconds:
+            raise _Budget
+
+    try:
+        runner.train(algorithm, config, progress)
+    except _Budget:
+        pass
     solved = next(
         (m for m in history if m.get("eval/episode_return", float("-inf")) >= threshold),
         None,
@@ -40,7 +66,7 @@ def run(env: str, threshold: float, seed: int) -> dict:
     return {
         "solve_s": dict(marks)[int(solved["step"])] if solved else None,
         "solve_steps": int(solved["step"]) if solved else None,
-        "final_return": next(m["eval/episode_return"] for m in reversed(history) if "eval/episode_return" in m),
+        "final_return": next((m["eval/episode_return"] for m in reversed(history) if "eval/episode_return" in m), None),
         "steps_per_s": (s_end - s1) / (t_end - t1) if t_end > t1 else float("nan"),
         "first_iteration_s": t1,
         "total_s": t_end,
@@ -48,43 +74,183 @@ def run(env: str, threshold: float, seed: int) -> dict:
     }
 
 
+def run_sbx(env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int) -> dict:
+    """SBX's SAC on Gymnasium's twin of `env` (MuJoCo C), the RL Zoo's MuJoCo settings; timed like `run`."""
+    import gymnasium as gym
+    import numpy as np
+    from sbx import SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    gym_id = GYM_IDS[env]
+    eval_env = gym.make(gym_id)
+    marks: list[tuple[int, float, float]] = []
+    start = time.perf_counter()
+
+    def evaluate(model) -> float:
+        returns = []
+        for episode in range(10):
+            obs, _ = eval_env.reset(seed=10_000 + episode)
+            done, total = False, 0.0
+            while not done:
+                action, _ = model.predict(obs, deterministic=True)
+                obs, reward, term, trunc, _ = eval_env.step(action)
+                total += float(reward)
+                done = term or trunc
+            returns.append(total)
+        return float(np.mean(returns))
+
+    class Clock(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps % eval_every:
+                return True
+            ret = evaluate(self.model)
+            now = time.perf_counter() - start
+            marks.append((self.num_timesteps, now, ret))
+            print(f"sbx {env} {self.num_timesteps} {now:.0f}s {ret:.1f}", flush=True)
+            return ret < threshold and (max_seconds is None or now < max_seconds)
+
+    model = SAC("MlpPolicy", gym.make(gym_id), learning_starts=10_000, seed=seed, verbose=0)
+    model.learn(total_timesteps=10_000_000, callback=Clock())
+    solved = next((m for m in marks if m[2] >= threshold), None)
+    t_end = marks[-1][1] if marks else time.perf_counter() - start
+    return {
+        "solve_s": solved[1] if solved else None,
+        "solve_steps": solved[0] if solved else None,
+        "final_return": marks[-1][2] if marks else None,
+        "steps_per_s": marks[-1][0] / t_end if marks else float("nan"),
+        "first_iteration_s": float("nan"),
+        "total_s": t_end,
+        "num_timesteps": marks[-1][0] if marks else 0,
+    }
+
+
+def sac_split(env: str, repeats: int = 5) -> dict:
+    """Seconds per SAC iteration of `env`'s preset spent stepping the environments (acting and storing
+    included), drawing batches from the replay buffer, and in the gradient updates (each on a drawn batch),
+    each part compiled alone as a scan of one iteration's worth and timed (median of `repeats` calls)."""
+    import statistics
+
+    import jax
+    from jax import lax
+
+    from hurtle.agents import replay
+    from hurtle.agents.sac import train as sac
+    from hurtle.agents.sac.presets import preset
+
+    config = preset(env)
+    training_env = sac.make_training_env(config)
+    networks = sac.make_networks(config, training_env)
+    state = sac.make_prefill(config, training_env, networks)(sac.init_state(config, training_env, networks))
+    steps, updates = config.steps_per_iteration, config.steps_per_iteration * config.grad_updates_per_step
+
+    def env_part(s):
+        body = lambda s, k: sac.env_step(s, k, env=training_env, networks=networks, config=config)  # noqa: E731
+        return lax.scan(body, s, jax.random.split(s.key, steps))[0]
+
+    def replay_part(s):
+        body = lambda c, k: (c + jax.tree.leaves(replay.sample(s.buffer, k, config.batch_size))[0].sum(), None)  # noqa: E731
+        return lax.scan(body, 0.0, jax.random.split(s.key, updates))[0]
+
+    def update_part(s):
+        body = lambda s, k: sac.update(s, k, networks=networks, config=config)  # noqa: E731
+        return lax.scan(body, s, jax.random.split(s.key, updates))[0]
+
+    out = {}
+    for name, fn in (("environment", env_part), ("replay", replay_part), ("gradient", update_part)):
+        compiled = jax.jit(fn).lower(state).compile()
+        jax.block_until_ready(compiled(state))
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(compiled(state))
+            times.append(time.perf_counter() - t0)
+        out[name] = statistics.median(times)
+    iteration = jax.jit(sac.make_iteration(config, training_env, networks))
+    jax.block_until_ready(iteration(state))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(iteration(state))
+        times.append(time.perf_counter() - t0)
+    out["iteration"] = statistics.median(times)
+    out["env_steps"] = config.env_steps_per_iteration
+    out["updates"] = updates
+    return out
+
+
+def split_table(args, machine: str) -> None:
+    lines = [
+        f"\n### {time.strftime('%Y-%m-%d')}: SAC, time per iteration by part (presets, float32)",
+        f"Machine: {machine}. Each part compiled alone as a scan of one iteration's worth and timed (median of 5): "
+        "environment = acting + stepping every environment + storing; replay = drawing the batches; gradient = "
+        "the updates (drawing included). The whole iteration is timed as the runner calls it.",
+        "",
+        "| env | env steps / iteration | updates / iteration | environment s | replay s | gradient s | whole iteration s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for spec in args.env:
+        env = spec.split(":")[0]
+        r = sac_split(env)
+        print(env, r, flush=True)
+        lines.append(
+            f"| {env} | {r['env_steps']:,} | {r['updates']:,} | {r['environment']:.2f} | {r['replay']:.3f} | "
+            f"{r['gradient']:.2f} | {r['iteration']:.2f} |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(args.out, "a") as f:
+        f.write(text)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--env", nargs="+", default=list(DEFAULT), help="ENV:THRESHOLD pairs")
+    p.add_argument("--env", nargs="+", default=list(DEFAULT), help="ENV:THRESHOLD[:ALGO] triples")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
+    p.add_argument("--peer", choices=["sbx"], default=None, help="also train this peer on the Gymnasium twin (SAC)")
+    p.add_argument("--peer-eval-every", type=int, default=10_000)
+    p.add_argument("--split", action="store_true", help="SAC: time per iteration, part by part (no training)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     args = p.parse_args(argv)
 
     from physics import _machine
 
+    if args.split:
+        return split_table(args, _machine())
     rows = []
     for spec in args.env:
-        env, _, threshold = spec.partition(":")
+        env, threshold, algo = (spec.split(":") + ["ppo"])[:3]
         for seed in args.seeds:
-            r = run(env, float(threshold), seed)
-            print(env, seed, r, flush=True)
-            rows.append((env, float(threshold), seed, r))
+            r = run(env, float(threshold), seed, algo, args.max_seconds)
+            print(env, algo, seed, r, flush=True)
+            rows.append((env, f"hurtle {algo}", float(threshold), seed, r))
+            if args.peer == "sbx" and algo == "sac":
+                r = run_sbx(env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
+                print(env, "sbx", seed, r, flush=True)
+                rows.append((f"{GYM_IDS[env]} (MuJoCo C)", "SBX sac", float(threshold), seed, r))
 
     def fmt(v, f):
-        return "—" if v is None else format(v, f)
+        return "—" if v is None or v != v else format(v, f)
 
+    budget = f" Each run stopped after {args.max_seconds:,.0f} s at most." if args.max_seconds else ""
     lines = [
-        f"\n### {time.strftime('%Y-%m-%d')}: PPO training, presets, float32",
+        f"\n### {time.strftime('%Y-%m-%d')}: training, presets, float32",
         f"Machine: {_machine()}. Time to solve: the run's clock (compilation included) at the first evaluation "
-        "reaching the threshold; steps/s: env steps per second after the first iteration, evaluations included.",
+        "reaching the threshold; steps/s: env steps per second after the first iteration, evaluations included "
+        f"(SBX: env steps over its whole clock).{budget}",
         "",
-        "| env | seed | threshold | time to solve s | env steps to solve | final eval return | training steps/s | "
-        "first iteration s | whole run s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | training "
+        "steps/s | first iteration s | whole run s | env steps |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for env, threshold, seed, r in rows:
+    for env, learner, threshold, seed, r in rows:
         if "error" in r:
-            lines.append(f"| {env} | {seed} | {threshold:g} | {r['error']} | | | | | |")
+            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | |")
             continue
         lines.append(
-            f"| {env} | {seed} | {threshold:g} | {fmt(r['solve_s'], '.1f')} | {fmt(r['solve_steps'], ',')} | "
-            f"{r['final_return']:.1f} | {r['steps_per_s']:,.0f} | {r['first_iteration_s']:.1f} | "
-            f"{r['total_s']:.1f} |"
+            f"| {env} | {learner} | {seed} | {threshold:g} | {fmt(r['solve_s'], '.1f')} | "
+            f"{fmt(r['solve_steps'], ',')} | {fmt(r['final_return'], '.1f')} | {fmt(r['steps_per_s'], ',.0f')} | "
+            f"{fmt(r['first_iteration_s'], '.1f')} | {r['total_s']:.1f} | {r['num_timesteps']:,} |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

@@ -31,25 +31,34 @@ def rollout(
     episodes: int,
     length: int,
     reward_shift: float = 0.0,
+    shift: jax.Array | None = None,
     mesh: Mesh | None = None,
 ) -> dict[str, jax.Array]:
     """Play `episodes` episodes for each member of `members` (leaves `[P, ...]`) on the batched, non-resetting
-    `env` of `P * episodes` environments, `act(member, obs[episodes, ...]) -> actions` choosing the actions.
+    `env` of `P * episodes` environments, `act(member, obs[episodes, ...]) -> actions` choosing the actions,
+    until every episode has ended or `length` steps have passed (a `while_loop`: a population whose episodes
+    all end early stops early).
 
     Returns per member the mean episode return with `reward_shift` taken off every step an episode was alive
-    (`"return"`, `[P]`), the unshifted mean return (`"raw_return"`), the steps taken (`"steps"`, `[P]`), and
-    every observation acted on with its alive mask (`"obs"` `[T, P * episodes, ...]`, `"alive"` `[T, P * episodes]`),
-    for an observation normaliser.
+    (`"return"`, `[P]`), the unshifted mean return (`"raw_return"`) and the steps taken (`"steps"`, `[P]`); and
+    the moments of every observation acted on (`"obs_count"`, `"obs_mean"`, `"obs_m2"`, for an observation
+    normaliser; accumulated relative to `shift`, e.g. the normaliser's mean, so float32 keeps their digits).
     """
     size = jax.tree.leaves(members)[0].shape[0]
     state = env.reset(key)
     if mesh is not None:
         state = podracer.shard_batch(state, mesh)
     dtype = state.reward.dtype
+    obs_dtype = state.obs.dtype
+    shift = jnp.zeros(state.obs.shape[1:], obs_dtype) if shift is None else shift.astype(obs_dtype)
     batched_act = jax.vmap(act)
 
-    def step(carry, _):
-        state, ret, raw, steps, alive = carry
+    def cond(carry):
+        t, *_, alive, _ = carry
+        return (t < length) & jnp.any(alive)
+
+    def body(carry):
+        t, state, ret, raw, steps, alive, (n, s1, s2) = carry
         obs = state.obs.reshape((size, episodes) + state.obs.shape[1:])
         action = batched_act(members, obs)
         new = env.step(state, action.reshape((size * episodes,) + action.shape[2:]))
@@ -58,26 +67,31 @@ def rollout(
         live = alive.astype(dtype)
         raw = raw + live * new.reward
         ret = ret + live * (new.reward - jnp.asarray(reward_shift, dtype))
-        out = (state.obs, alive)
+        w = alive.astype(obs_dtype).reshape(alive.shape + (1,) * (state.obs.ndim - 1))
+        x = (state.obs - shift) * w
+        moments = (n + jnp.sum(alive.astype(obs_dtype)), s1 + jnp.sum(x, 0), s2 + jnp.sum(x * x, 0))
         alive = alive & ~(new.done | new.truncation)
-        return (new, ret, raw, steps + live, alive), out
+        return t + 1, new, ret, raw, steps + live, alive, moments
 
     zeros = jnp.zeros_like(state.reward)
-    carry = (state, zeros, zeros, zeros, jnp.ones(state.reward.shape, bool))
-    (_, ret, raw, steps, _), (obs, alive) = lax.scan(step, carry, None, length=length)
+    stats = (jnp.zeros((), obs_dtype), jnp.zeros_like(shift), jnp.zeros_like(shift))
+    carry = (jnp.zeros((), jnp.int32), state, zeros, zeros, zeros, jnp.ones(state.reward.shape, bool), stats)
+    _, _, ret, raw, steps, _, (n, s1, s2) = lax.while_loop(cond, body, carry)
     per_member = lambda x: jnp.mean(x.reshape(size, episodes), axis=1)  # noqa: E731
+    mean = s1 / jnp.maximum(n, 1.0)
     return {
         "return": per_member(ret),
         "raw_return": per_member(raw),
         "steps": jnp.sum(steps.reshape(size, episodes), axis=1),
-        "obs": obs,
-        "alive": alive,
+        "obs_count": n,
+        "obs_mean": shift + mean,
+        "obs_m2": jnp.maximum(s2 - n * mean * mean, 0.0),
     }
 
 
-def update_normalizer(norm: normalizer.NormalizerState, obs: jax.Array, alive: jax.Array) -> normalizer.NormalizerState:
-    """Merge the observations acted on (where `alive`) into the running statistics."""
-    return normalizer.update(norm, obs, mask=alive)
+def update_normalizer(norm: normalizer.NormalizerState, out: dict[str, jax.Array]) -> normalizer.NormalizerState:
+    """Merge the observations a `rollout` acted on (its moments) into the running statistics."""
+    return normalizer.merge(norm, out["obs_count"], out["obs_mean"], out["obs_m2"])
 
 
 def centered_ranks(x: jax.Array) -> jax.Array:

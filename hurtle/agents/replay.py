@@ -51,7 +51,9 @@ def init(example: Any, slots: int) -> Buffer:
 
 def nbytes(example: Any, slots: int) -> int:
     """The bytes a buffer of `slots` slots shaped like `example` holds."""
-    return slots * sum(int(np.prod(np.shape(x))) * np.dtype(jnp.asarray(x).dtype).itemsize for x in jax.tree.leaves(example))
+    return slots * sum(
+        int(np.prod(np.shape(x))) * np.dtype(jnp.asarray(x).dtype).itemsize for x in jax.tree.leaves(example)
+    )
 
 
 def insert(buf: Buffer, batch: Any) -> Buffer:

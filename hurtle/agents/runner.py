@@ -207,7 +207,9 @@ def train(
         history.append(metrics)
         if progress_fn is not None:
             progress_fn(step, metrics)
-        if checkpointer is not None and (last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)):
+        if checkpointer is not None and (
+            last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)
+        ):
             meta = {
                 "iteration": iteration,
                 "step": step,

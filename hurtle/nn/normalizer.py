@@ -45,8 +45,16 @@ def update(state: NormalizerState, batch: jax.Array, mask: jax.Array | None = No
         n = jnp.sum(w)
         batch_mean = jnp.sum(w * batch, axis=axes) / jnp.maximum(n, 1.0)
         batch_m2 = jnp.sum(w * jnp.square(batch - batch_mean), axis=axes)
+    return merge(state, n, batch_mean, batch_m2)
+
+
+def merge(state: NormalizerState, n: jax.Array, batch_mean: jax.Array, batch_m2: jax.Array) -> NormalizerState:
+    """Merge the moments of `n` observations (their mean and sum of squared deviations) into the statistics
+    (Chan et al.); `n = 0` changes nothing."""
+    dtype = state.mean.dtype
+    n, batch_mean, batch_m2 = (jnp.asarray(x).astype(dtype) for x in (n, batch_mean, batch_m2))
     total = state.count + n
-    safe = jnp.maximum(total, jnp.ones_like(total))  # an empty masked batch changes nothing
+    safe = jnp.maximum(total, jnp.ones_like(total))
     delta = batch_mean - state.mean
     mean = state.mean + delta * (n / safe)
     m2 = state.m2 + batch_m2 + jnp.square(delta) * (state.count * n / safe)

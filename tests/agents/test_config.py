@@ -71,10 +71,22 @@ def test_validate_names_the_field(changes, message):
 @pytest.mark.parametrize(
     "name, changes, message",
     [
-        ("sac", {"env": "pendulum", "batch_size": 512, "min_replay_size": 256}, r"Config.min_replay_size = 256 is smaller than one batch"),
-        ("sac", {"env": "pendulum", "batch_size": 512, "max_replay_size": 256, "min_replay_size": 0}, r"Config.max_replay_size = 256 is smaller than one batch"),
+        (
+            "sac",
+            {"env": "pendulum", "batch_size": 512, "min_replay_size": 256},
+            r"Config.min_replay_size = 256 is smaller than one batch",
+        ),
+        (
+            "sac",
+            {"env": "pendulum", "batch_size": 512, "max_replay_size": 256, "min_replay_size": 0},
+            r"Config.max_replay_size = 256 is smaller than one batch",
+        ),
         ("sac", {"env": "pendulum", "tau": 2.0}, r"Config.tau must lie in \[0, 1\]"),
-        ("sac", {"env": "pendulum", "min_replay_size": 4096, "max_replay_size": 2048, "batch_size": 256}, r"min_replay_size = 4096 exceeds"),
+        (
+            "sac",
+            {"env": "pendulum", "min_replay_size": 4096, "max_replay_size": 2048, "batch_size": 256},
+            r"min_replay_size = 4096 exceeds",
+        ),
         ("es", {"population_size": 7}, r"Config.population_size must be even"),
         ("es", {"noise_std": 0.0}, r"Config.noise_std must be positive"),
         ("ars", {"top_directions": 9, "num_directions": 8}, r"Config.top_directions = 9 exceeds num_directions = 8"),

@@ -10,7 +10,9 @@ from hurtle.agents.population import centered_ranks
 
 
 def test_centered_ranks():
-    np.testing.assert_allclose(np.asarray(centered_ranks(jnp.array([3.0, -1.0, 2.0, 10.0]))), [1 / 6, -0.5, -1 / 6, 0.5])
+    np.testing.assert_allclose(
+        np.asarray(centered_ranks(jnp.array([3.0, -1.0, 2.0, 10.0]))), [1 / 6, -0.5, -1 / 6, 0.5]
+    )
 
 
 def test_es_gradient_on_a_quadratic_by_hand():

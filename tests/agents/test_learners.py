@@ -63,13 +63,13 @@ def _learn(name, env, **changes):
 @pytest.mark.slow
 def test_sac_learns_pendulum():
     evals = _learn("sac", "pendulum")
-    # a random policy scores about -1,200; -250 swings the pendulum up from most starts
-    assert np.max(evals[-3:]) >= -250, evals
+    # a random policy scores about -1,200 to -1,600; -250 swings the pendulum up from most starts
+    assert np.median(evals[-3:]) >= -250, evals
 
 
 @pytest.mark.slow
 def test_ars_balances_the_inverted_pendulum():
-    evals = _learn("ars", "inverted_pendulum")
+    evals = _learn("ars", "inverted_pendulum", num_timesteps=40_000)
     assert max(evals) == 1000.0, evals  # the time limit
 
 

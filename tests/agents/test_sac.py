@@ -129,7 +129,9 @@ def test_replay_ring_wraps_and_samples_only_what_is_stored():
 def test_replay_too_large_is_refused_naming_the_field():
     import pytest
 
-    with pytest.raises(ValueError, match=r"Config.max_replay_size: the replay buffer would take 1,000,000,000,000,000,000 bytes"):
+    with pytest.raises(
+        ValueError, match=r"Config.max_replay_size: the replay buffer would take 1,000,000,000,000,000,000 bytes"
+    ):
         replay.check_fits(10**18, jax.devices(), "max_replay_size")
 
 

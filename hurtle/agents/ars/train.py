@@ -90,12 +90,15 @@ def make_iteration(config: Config, env: Env, mesh: Mesh | None = None):
             members = podracer.shard_batch(members, mesh)
         out = population.rollout(
             lambda m, obs: act(m, state.normalizer, obs), members, k_env, env=batched,
-            episodes=config.episodes_per_member, length=length, reward_shift=config.reward_shift, mesh=mesh,
+            episodes=config.episodes_per_member, length=length, reward_shift=config.reward_shift,
+            shift=state.normalizer.mean, mesh=mesh,
         )  # fmt: skip
-        weights, metrics = ars_update(w, deltas, out["return"][:n], out["return"][n:], config.top_directions, config.step_size)
+        weights, metrics = ars_update(
+            w, deltas, out["return"][:n], out["return"][n:], config.top_directions, config.step_size
+        )
         norm = state.normalizer
         if config.normalize_observations:
-            norm = population.update_normalizer(norm, out["obs"], out["alive"])
+            norm = population.update_normalizer(norm, out)
         steps = jnp.sum(out["steps"]).astype(state.step.dtype)
         metrics = {
             **metrics,
@@ -137,7 +140,10 @@ def make_actor(config: Config) -> runner.Actor:
     env = runner.make_env(config)
     act = make_act(config, env)
     obs_space = env.observation_space
-    like = {"weights": jnp.zeros(_shape(env), float_dtype()), "normalizer": normalizer.init(obs_space.shape, obs_space.dtype)}
+    like = {
+        "weights": jnp.zeros(_shape(env), float_dtype()),
+        "normalizer": normalizer.init(obs_space.shape, obs_space.dtype),
+    }
     return runner.Actor(lambda p, obs: act(p["weights"], p["normalizer"], obs), like)
 
 

@@ -74,8 +74,9 @@ def make_generation(config: Config, env, policy: PolicyNetwork, optimizer, mesh:
         members = jax.vmap(unravel)(flat)
         act = lambda p, obs: _act(config, policy, p, state.normalizer, obs)  # noqa: E731
         out = population.rollout(
-            act, members, k_env, env=batched, episodes=config.episodes_per_member, length=length, mesh=mesh
-        )
+            act, members, k_env, env=batched, episodes=config.episodes_per_member, length=length,
+            shift=state.normalizer.mean, mesh=mesh,
+        )  # fmt: skip
         grad = es_gradient(out["return"], eps, config.noise_std)
         # Adam minimises: its gradient is the negated ascent direction plus the L2 term
         loss_grad = unravel(-grad + config.weight_decay * theta)
@@ -84,7 +85,7 @@ def make_generation(config: Config, env, policy: PolicyNetwork, optimizer, mesh:
             params = optax.apply_updates(state.params, updates)
         norm = state.normalizer
         if config.normalize_observations:
-            norm = population.update_normalizer(norm, out["obs"], out["alive"])
+            norm = population.update_normalizer(norm, out)
         steps = jnp.sum(out["steps"]).astype(state.step.dtype)
         metrics = {
             "train/episode_return": jnp.mean(out["raw_return"]),

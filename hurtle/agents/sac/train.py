@@ -313,7 +313,10 @@ def make_actor(config: Config) -> runner.Actor:
         return networks.policy.distribution.mode(networks.policy.apply(policy["params"], obs))
 
     obs_space = env.observation_space
-    like = {"params": networks.policy.init(jax.random.key(0)), "normalizer": normalizer.init(obs_space.shape, obs_space.dtype)}
+    like = {
+        "params": networks.policy.init(jax.random.key(0)),
+        "normalizer": normalizer.init(obs_space.shape, obs_space.dtype),
+    }
     return runner.Actor(act, like)
 
 

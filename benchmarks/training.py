@@ -36,13 +36,20 @@ class _Budget(Exception):
     """Raised from the progress callback when a run passes --max-seconds."""
 
 
-def run(env: str, threshold: float, seed: int, algo: str = "ppo", max_seconds: float | None = None) -> dict:
+def run(
+    env: str,
+    threshold: float,
+    seed: int,
+    algo: str = "ppo",
+    max_seconds: float | None = None,
+    changes: dict | None = None,
+) -> dict:
     from hurtle.agents import runner
 
     algorithm = runner.algorithm(algo)
     if env not in algorithm.presets:
         return {"error": f"no {algo} preset for {env}"}
-    config = dataclasses.replace(algorithm.preset(env), seed=seed, checkpoint_every=0)
+    config = dataclasses.replace(algorithm.preset(env), seed=seed, checkpoint_every=0, **(changes or {}))
     marks: list[tuple[int, float]] = []
     history: list[dict] = []
     start = time.perf_counter()
@@ -209,6 +216,7 @@ def main(argv=None) -> None:
     p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
     p.add_argument("--peer", choices=["sbx"], default=None, help="also train this peer on the Gymnasium twin (SAC)")
     p.add_argument("--peer-eval-every", type=int, default=10_000)
+    p.add_argument("--set", nargs="*", default=[], help="FIELD=VALUE changes to every run's preset (Python literals)")
     p.add_argument("--split", action="store_true", help="SAC: time per iteration, part by part (no training)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     args = p.parse_args(argv)
@@ -217,11 +225,14 @@ def main(argv=None) -> None:
 
     if args.split:
         return split_table(args, _machine())
+    import ast
+
+    changes = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args.set)}
     rows = []
     for spec in args.env:
         env, threshold, algo = (spec.split(":") + ["ppo"])[:3]
         for seed in args.seeds:
-            r = run(env, float(threshold), seed, algo, args.max_seconds)
+            r = run(env, float(threshold), seed, algo, args.max_seconds, changes)
             print(env, algo, seed, r, flush=True)
             rows.append((env, f"hurtle {algo}", float(threshold), seed, r))
             if args.peer == "sbx" and algo == "sac":
@@ -233,6 +244,7 @@ def main(argv=None) -> None:
         return "—" if v is None or v != v else format(v, f)
 
     budget = f" Each run stopped after {args.max_seconds:,.0f} s at most." if args.max_seconds else ""
+    budget += f" hurtle's presets changed: {', '.join(args.set)}." if args.set else ""
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: training, presets, float32",
         f"Machine: {_machine()}. Time to solve: the run's clock (compilation included) at the first evaluation "

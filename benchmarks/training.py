@@ -131,7 +131,7 @@ def run_sbx(env: str, threshold: float, seed: int, max_seconds: float | None, ev
     }
 
 
-def sac_split(env: str, repeats: int = 5) -> dict:
+def sac_split(env: str, repeats: int = 5, changes: dict | None = None) -> dict:
     """Seconds per SAC iteration of `env`'s preset spent stepping the environments (acting and storing
     included), drawing batches from the replay buffer, and in the gradient updates (each on a drawn batch),
     each part compiled alone as a scan of one iteration's worth and timed (median of `repeats` calls)."""
@@ -144,7 +144,7 @@ def sac_split(env: str, repeats: int = 5) -> dict:
     from hurtle.agents.sac import train as sac
     from hurtle.agents.sac.presets import preset
 
-    config = preset(env)
+    config = dataclasses.replace(preset(env), **(changes or {}))
     training_env = sac.make_training_env(config)
     networks = sac.make_networks(config, training_env)
     state = sac.make_prefill(config, training_env, networks)(sac.init_state(config, training_env, networks))
@@ -185,19 +185,20 @@ def sac_split(env: str, repeats: int = 5) -> dict:
     return out
 
 
-def split_table(args, machine: str) -> None:
+def split_table(args, machine: str, changes: dict) -> None:
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: SAC, time per iteration by part (presets, float32)",
         f"Machine: {machine}. Each part compiled alone as a scan of one iteration's worth and timed (median of 5): "
         "environment = acting + stepping every environment + storing; replay = drawing the batches; gradient = "
-        "the updates (drawing included). The whole iteration is timed as the runner calls it.",
+        "the updates (drawing included). The whole iteration is timed as the runner calls it."
+        + (f" Presets changed: {', '.join(args.set)}." if args.set else ""),
         "",
         "| env | env steps / iteration | updates / iteration | environment s | replay s | gradient s | whole iteration s |",
         "|---|---|---|---|---|---|---|",
     ]
     for spec in args.env:
         env = spec.split(":")[0]
-        r = sac_split(env)
+        r = sac_split(env, changes=changes)
         print(env, r, flush=True)
         lines.append(
             f"| {env} | {r['env_steps']:,} | {r['updates']:,} | {r['environment']:.2f} | {r['replay']:.3f} | "
@@ -221,13 +222,13 @@ def main(argv=None) -> None:
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     args = p.parse_args(argv)
 
-    from physics import _machine
-
-    if args.split:
-        return split_table(args, _machine())
     import ast
 
+    from physics import _machine
+
     changes = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args.set)}
+    if args.split:
+        return split_table(args, _machine(), changes)
     rows = []
     for spec in args.env:
         env, threshold, algo = (spec.split(":") + ["ppo"])[:3]

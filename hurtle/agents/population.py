@@ -32,12 +32,16 @@ def rollout(
     length: int,
     reward_shift: float = 0.0,
     shift: jax.Array | None = None,
+    paired: bool = False,
     mesh: Mesh | None = None,
 ) -> dict[str, jax.Array]:
     """Play `episodes` episodes for each member of `members` (leaves `[P, ...]`) on the batched, non-resetting
-    `env` of `P * episodes` environments, `act(member, obs[episodes, ...]) -> actions` choosing the actions,
-    until every episode has ended or `length` steps have passed (a `while_loop`: a population whose episodes
-    all end early stops early).
+    `env` (a `VmapWrapper` without a batch size: it is reset from `P * episodes` keys), `act(member,
+    obs[episodes, ...]) -> actions` choosing the actions, until every episode has ended or `length` steps have
+    passed (a `while_loop`: a population whose episodes all end early stops early). `paired`: the members are
+    antithetic halves (k and k + P/2 perturbed by +eps_k and -eps_k) and each pair starts its episodes from the
+    same states (common random numbers: the pair's return difference then measures the perturbation, not the
+    starts).
 
     Returns per member the mean episode return with `reward_shift` taken off every step an episode was alive
     (`"return"`, `[P]`), the unshifted mean return (`"raw_return"`) and the steps taken (`"steps"`, `[P]`); and
@@ -45,7 +49,12 @@ def rollout(
     normaliser; accumulated relative to `shift`, e.g. the normaliser's mean, so float32 keeps their digits).
     """
     size = jax.tree.leaves(members)[0].shape[0]
-    state = env.reset(key)
+    if paired:
+        keys = jax.random.split(key, (size // 2) * episodes)
+        keys = jnp.concatenate([keys, keys])
+    else:
+        keys = jax.random.split(key, size * episodes)
+    state = env.reset(keys)
     if mesh is not None:
         state = podracer.shard_batch(state, mesh)
     dtype = state.reward.dtype

@@ -76,7 +76,7 @@ def make_act(config: Config, env: Env):
 def make_iteration(config: Config, env: Env, mesh: Mesh | None = None):
     """The jitted `iteration(state) -> (state, metrics)`."""
     n = config.num_directions
-    batched = VmapWrapper(env, 2 * n * config.episodes_per_member)
+    batched = VmapWrapper(env)  # reset from the population's keys (population.rollout)
     length = runner.control_steps(config, env)
     act = make_act(config, env)
 
@@ -91,7 +91,7 @@ def make_iteration(config: Config, env: Env, mesh: Mesh | None = None):
         out = population.rollout(
             lambda m, obs: act(m, state.normalizer, obs), members, k_env, env=batched,
             episodes=config.episodes_per_member, length=length, reward_shift=config.reward_shift,
-            shift=state.normalizer.mean, mesh=mesh,
+            shift=state.normalizer.mean, paired=True, mesh=mesh,
         )  # fmt: skip
         weights, metrics = ars_update(
             w, deltas, out["return"][:n], out["return"][n:], config.top_directions, config.step_size

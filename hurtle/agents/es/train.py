@@ -60,7 +60,7 @@ def _act(config: Config, policy: PolicyNetwork, params: Any, norm: normalizer.No
 
 def make_generation(config: Config, env, policy: PolicyNetwork, optimizer, mesh: Mesh | None = None):
     """The jitted `generation(state) -> (state, metrics)`."""
-    batched = VmapWrapper(env, config.population_size * config.episodes_per_member)
+    batched = VmapWrapper(env)  # reset from the population's keys (population.rollout)
     length = runner.control_steps(config, env)
 
     def generation(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
@@ -75,7 +75,7 @@ def make_generation(config: Config, env, policy: PolicyNetwork, optimizer, mesh:
         act = lambda p, obs: _act(config, policy, p, state.normalizer, obs)  # noqa: E731
         out = population.rollout(
             act, members, k_env, env=batched, episodes=config.episodes_per_member, length=length,
-            shift=state.normalizer.mean, mesh=mesh,
+            shift=state.normalizer.mean, paired=True, mesh=mesh,
         )  # fmt: skip
         grad = es_gradient(out["return"], eps, config.noise_std)
         # Adam minimises: its gradient is the negated ascent direction plus the L2 term

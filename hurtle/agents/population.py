@@ -103,6 +103,21 @@ def update_normalizer(norm: normalizer.NormalizerState, out: dict[str, jax.Array
     return normalizer.merge(norm, out["obs_count"], out["obs_mean"], out["obs_m2"])
 
 
+def summarize(
+    norm: normalizer.NormalizerState, out: dict[str, jax.Array], normalize: bool, episodes: int, step_dtype: Any
+) -> tuple[normalizer.NormalizerState, jax.Array, dict[str, jax.Array]]:
+    """What every generation does with a `rollout`: the normaliser (merged when `normalize`), the env steps
+    taken, and the training metrics (mean and best member return, mean episode length)."""
+    if normalize:
+        norm = update_normalizer(norm, out)
+    metrics = {
+        "train/episode_return": jnp.mean(out["raw_return"]),
+        "train/best_return": jnp.max(out["raw_return"]),
+        "train/episode_length": jnp.mean(out["steps"]) / episodes,
+    }
+    return norm, jnp.sum(out["steps"]).astype(step_dtype), metrics
+
+
 def centered_ranks(x: jax.Array) -> jax.Array:
     """Ranks of `x` scaled into [-0.5, 0.5] (the smallest -0.5, the largest 0.5; ties by position), the
     fitness shaping of Salimans et al. 2017."""
@@ -111,4 +126,4 @@ def centered_ranks(x: jax.Array) -> jax.Array:
     return ranks / jnp.asarray(max(n - 1, 1), x.dtype) - 0.5
 
 
-__all__ = ["centered_ranks", "rollout", "update_normalizer"]
+__all__ = ["centered_ranks", "rollout", "summarize", "update_normalizer"]

@@ -96,16 +96,10 @@ def make_iteration(config: Config, env: Env, mesh: Mesh | None = None):
         weights, metrics = ars_update(
             w, deltas, out["return"][:n], out["return"][n:], config.top_directions, config.step_size
         )
-        norm = state.normalizer
-        if config.normalize_observations:
-            norm = population.update_normalizer(norm, out)
-        steps = jnp.sum(out["steps"]).astype(state.step.dtype)
-        metrics = {
-            **metrics,
-            "train/episode_return": jnp.mean(out["raw_return"]),
-            "train/best_return": jnp.max(out["raw_return"]),
-            "train/episode_length": jnp.mean(out["steps"]) / config.episodes_per_member,
-        }
+        norm, steps, summary = population.summarize(
+            state.normalizer, out, config.normalize_observations, config.episodes_per_member, state.step.dtype
+        )
+        metrics = {**metrics, **summary}
         return TrainState(weights=weights, normalizer=norm, key=key, step=state.step + steps), metrics
 
     return jax.jit(iteration)

@@ -83,16 +83,10 @@ def make_generation(config: Config, env, policy: PolicyNetwork, optimizer, mesh:
         with jax.numpy_dtype_promotion("standard"):
             updates, opt_state = optimizer.update(loss_grad, state.opt_state, state.params)
             params = optax.apply_updates(state.params, updates)
-        norm = state.normalizer
-        if config.normalize_observations:
-            norm = population.update_normalizer(norm, out)
-        steps = jnp.sum(out["steps"]).astype(state.step.dtype)
-        metrics = {
-            "train/episode_return": jnp.mean(out["raw_return"]),
-            "train/best_return": jnp.max(out["raw_return"]),
-            "train/episode_length": jnp.mean(out["steps"]) / config.episodes_per_member,
-            "es/grad_norm": jnp.linalg.norm(grad),
-        }
+        norm, steps, metrics = population.summarize(
+            state.normalizer, out, config.normalize_observations, config.episodes_per_member, state.step.dtype
+        )
+        metrics["es/grad_norm"] = jnp.linalg.norm(grad)
         new = TrainState(params=params, opt_state=opt_state, normalizer=norm, key=key, step=state.step + steps)
         return new, metrics
 

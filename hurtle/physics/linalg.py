@@ -51,7 +51,14 @@ def _compiled(p: Primitive, params: tuple):
 def _primitive(name: str, plain, cost):
     """A primitive computing `plain(*args, **params)`, chunked on the CPU by `cost(*args, **params)`."""
     p = Primitive(name)
-    p.def_impl(lambda *args, **params: _compiled(p, tuple(sorted(params.items())))(*args))
+
+    def impl(*args, **params):
+        # run compiled even under `disable_jit` (tracing.inline_numpy sets it while an eager `vmap` of the
+        # physics is traced; jitted `p.bind` would otherwise come back here, and recurse)
+        with jax.disable_jit(False):
+            return _compiled(p, tuple(sorted(params.items())))(*args)
+
+    p.def_impl(impl)
     p.def_abstract_eval(lambda *args, **params: args[-1])  # the result is shaped as the last operand
 
     def cpu(*args, **params):

@@ -144,6 +144,11 @@ def test_batching_with_unbatched_and_nested_axes():
     grad = jax.grad(lambda a: jnp.sum(jax.vmap(linalg.cholesky)((a + jnp.swapaxes(a, -1, -2)) / 2)))(a)
     fd = (jnp.sum(np.linalg.cholesky(a + 1e-6 * np.eye(n)[None])) - jnp.sum(L)) / 1e-6
     np.testing.assert_allclose(jnp.sum(grad * np.eye(n)[None]), fd, rtol=1e-4)
+    # an eager vmap (no jit) of code traced with jit disabled, as `hurtle.physics.forward` is: the
+    # primitives still run compiled instead of recursing into themselves
+    with jax.disable_jit():
+        eager = jax.vmap(linalg.cholesky)(a)
+    np.testing.assert_allclose(eager, L, rtol=1e-12)
 
 
 @pytest.mark.parametrize("integrator", ["RK4", "IMPLICIT", "IMPLICITFAST"])

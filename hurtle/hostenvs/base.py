@@ -1,0 +1,124 @@
+"""The host-environment contract: a batch of environments stepped on the host CPU, numpy in and out.
+
+A `HostEnv` is what Sebulba's actor threads step: `reset(seed) -> obs` and `step(action) -> HostStep` over
+`num_envs` environments at once, arrays with a leading batch axis. Episodes reset themselves on the step
+that ends them (Gymnasium's "same step" autoreset, Brax's `AutoReset`): that step returns the new
+episode's first observation in `obs` and the ended episode's last one in `final_obs`, so that a learner
+bootstraps a truncated episode from the right state. `terminated` is the task's own end (bootstrap with
+zero), `truncated` a time limit (bootstrap with the value of `final_obs`), as in `hurtle.envs.base`.
+
+Metrics follow `EpisodeWrapper` and `NanGuard`: `episode/return` and `episode/length` are the running sums,
+and the whole episode's on the step that ends it; `nan_resets` is 1 on a step whose observation or reward
+was not finite (that environment then ends, with a zero observation and reward, and starts again).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+import numpy as np
+
+from hurtle.envs.base import Box, Discrete
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStep:
+    """One step of a batch of host environments (numpy arrays, leading axis the environment)."""
+
+    obs: np.ndarray
+    """The next observation: a new episode's first where one ended on this step."""
+    reward: np.ndarray
+    terminated: np.ndarray
+    """The task's own end (bool)."""
+    truncated: np.ndarray
+    """A time limit's cut (bool); never together with `terminated`."""
+    final_obs: np.ndarray
+    """The step's own resulting observation, before any reset (equal to `obs` where no episode ended)."""
+    metrics: dict[str, np.ndarray]
+    """Per-environment values: `episode/return`, `episode/length`, `nan_resets` and the task's own."""
+
+    @property
+    def ended(self) -> np.ndarray:
+        return self.terminated | self.truncated
+
+
+class HostEnv(abc.ABC):
+    """`num_envs` environments stepped together on the host; close it (or use `with`) to free its workers."""
+
+    num_envs: int
+    observation_space: Box
+    action_space: Box | Discrete
+    name: str
+
+    @abc.abstractmethod
+    def reset(self, seed: int) -> np.ndarray:
+        """Start every environment afresh from `seed` (reproducible); the first observations."""
+
+    @abc.abstractmethod
+    def step(self, action: np.ndarray) -> HostStep:
+        """Step every environment with its row of `action`; ended episodes restart in the same call."""
+
+    def close(self) -> None:
+        """Free threads and processes (idempotent)."""
+
+    def __enter__(self) -> HostEnv:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _check_action(self, action: np.ndarray) -> np.ndarray:
+        action = np.asarray(action)
+        expected = (self.num_envs, *self.action_space.shape)
+        if action.shape != expected:
+            raise ValueError(f"{self.name}: action has shape {action.shape}, expected {expected}")
+        return action
+
+
+class EpisodeCounter:
+    """The running return and length of each environment's episode, as `EpisodeWrapper` reports them."""
+
+    def __init__(self, num_envs: int, episode_length: int | None):
+        if episode_length is not None and episode_length < 1:
+            raise ValueError(f"episode_length must be positive, got {episode_length}")
+        self.episode_length = episode_length
+        self.returns = np.zeros(num_envs, np.float64)
+        self.lengths = np.zeros(num_envs, np.int32)
+
+    def reset(self, ids: np.ndarray | None = None) -> None:
+        self.returns[ids if ids is not None else slice(None)] = 0
+        self.lengths[ids if ids is not None else slice(None)] = 0
+
+    def add(self, reward: np.ndarray, terminated: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Count one step; returns the time limit's truncation and the episode metrics of this step."""
+        self.returns += reward
+        self.lengths += 1
+        truncated = np.zeros_like(terminated)
+        if self.episode_length is not None:
+            truncated = (self.lengths >= self.episode_length) & ~terminated
+        metrics = {"episode/return": self.returns.astype(reward.dtype), "episode/length": self.lengths.copy()}
+        return truncated, metrics
+
+
+def guard_nonfinite(obs, reward, terminated, *more: np.ndarray, bad: np.ndarray | None = None):
+    """`NanGuard` on the host: rows whose observation, reward (or any of `more`) is not finite, and rows
+    marked in `bad`, end (terminated) with a zero observation and reward. Returns (obs, reward, terminated,
+    bad)."""
+    n = reward.shape[0]
+    bad = (
+        (np.zeros(n, bool) if bad is None else bad)
+        | ~np.isfinite(reward)
+        | ~np.isfinite(obs.reshape(n, -1)).all(axis=1)
+    )
+    for x in more:
+        bad |= ~np.isfinite(x.reshape(n, -1)).all(axis=1)
+    if bad.any():
+        obs, reward = obs.copy(), reward.copy()
+        obs[bad] = 0
+        reward[bad] = 0
+        terminated = terminated | bad
+    return obs, reward, terminated, bad
+
+
+__all__ = ["EpisodeCounter", "HostEnv", "HostStep", "guard_nonfinite"]

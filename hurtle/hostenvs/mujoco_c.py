@@ -1,0 +1,227 @@
+"""hurtle's physics tasks stepped by MuJoCo C: `mujoco.batch.Batch` on host threads, the task's own definition.
+
+A `PhysicsEnv` defines its observation, reward terms, termination and reset distribution as JAX functions of
+the physics `Data`. `MujocoEnv` steps the task's MJCF model with MuJoCo C (`mujoco.batch.Batch`: one thread
+pool, the GIL released, bit-identical at any thread count) and evaluates those same functions, jitted and
+batched on the host CPU, over a `Data` whose fields are read from the batch. No second copy of a task in
+numpy: which fields a task reads is found by tracing its functions once, and only those are copied each
+step. A task that reads a field MuJoCo C does not give in hurtle's layout (the contact list, the solver's
+rows) is refused by name.
+
+MuJoCo C integrates in float64; the task's functions see the fields in the task's dtype (float32 unless
+`jax_enable_x64`), as the JAX environment's do. `mj_step` leaves the derived fields (`xpos`, `cfrc_ext`,
+...) one substep behind the state, and so does `hurtle.physics.step`: a transition here equals the JAX
+task's from the same state within float tolerance (tests/hostenvs).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import mujoco.batch
+import numpy as np
+
+import hurtle.physics as hp
+from hurtle.envs import registry
+from hurtle.envs.base import Box
+from hurtle.envs.physics_env import PhysicsEnv
+from hurtle.hostenvs.base import EpisodeCounter, HostEnv, HostStep, guard_nonfinite
+
+
+def fields_read(fn, *args) -> list[set[str]]:
+    """For each `Data` among `args`, the names of its fields that `fn(*args)` reads (found by tracing)."""
+    jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+    used = {id(v) for eqn in jaxpr.eqns for v in eqn.invars} | {id(v) for v in jaxpr.outvars}
+    out, invars = [], iter(jaxpr.invars)
+    for arg in args:
+        names = set()
+        for path, _ in jax.tree_util.tree_flatten_with_path(arg)[0]:
+            if id(next(invars)) in used and isinstance(arg, hp.Data):
+                names.add(path[0].name)
+        out.append(names)
+    return out
+
+
+# computed by mj_rnePostConstraint, which hurtle's step runs after every step, as Gymnasium's MuJoCo tasks do;
+# MuJoCo C's step computes them only for the sensors that need them (and not at that point)
+_POST_CONSTRAINT = ("cacc", "cfrc_int", "cfrc_ext")
+# MuJoCo C resets a simulation whose state or acceleration is not finite (or huge) and counts a warning; the
+# host environment ends that episode then, as hurtle's NaN guard does, rather than continue from qpos0
+_UNSTABLE = [int(getattr(mujoco.mjtWarning, f"mjWARN_BAD{x}")) for x in ("QPOS", "QVEL", "QACC")]
+
+
+def _compile(task: PhysicsEnv) -> mujoco.MjModel:
+    xml = str(task.xml)
+    if xml.lstrip().startswith("<"):
+        return mujoco.MjModel.from_xml_string(xml)
+    return mujoco.MjModel.from_xml_path(os.fspath(task.xml))
+
+
+class MujocoEnv(HostEnv):
+    """`num_envs` copies of a physics task on MuJoCo C.
+
+    env: a registered task's name (built with `kwargs`, its registered time limit unless `episode_length`)
+      or a `PhysicsEnv` (no time limit unless `episode_length`).
+    nthread: the batch's threads (0: every CPU). Several actor threads that each own a `MujocoEnv` should
+      share the cores between them.
+    """
+
+    def __init__(
+        self,
+        env: str | PhysicsEnv,
+        num_envs: int,
+        episode_length: int | None = None,
+        nthread: int = 0,
+        **kwargs,
+    ):
+        if isinstance(env, str):
+            wrapped = registry.make(env, **kwargs)
+            task = wrapped.unwrapped
+            self.name = env
+            if episode_length is None:
+                episode_length = wrapped.episode_length
+        else:
+            task, self.name = env, type(env).__name__
+        if not isinstance(task, PhysicsEnv):
+            raise TypeError(
+                f"{self.name}: MuJoCo C steps physics tasks (a PhysicsEnv); this is a {type(task).__name__}"
+            )
+        if num_envs < 1:
+            raise ValueError(f"{self.name}: num_envs must be positive, got {num_envs}")
+        self.task, self.num_envs = task, int(num_envs)
+        self.observation_space, self.action_space = task.observation_space, task.action_space
+        self.dtype = task.dtype
+        self._counter = EpisodeCounter(self.num_envs, episode_length)
+        self._cpu = jax.devices("cpu")[0]
+        with jax.default_device(self._cpu):
+            self._build(task, nthread)
+        self._state_fields = {n: self.batch.bind(n) for n in ("qpos", "qvel", "ctrl")}
+        self._keys = None
+        self._before = None
+        self._warnings = self._unstable_counts()
+
+    def _unstable_counts(self) -> np.ndarray:
+        return self.batch.warning[:, _UNSTABLE, 1].sum(axis=1)
+
+    def _build(self, task: PhysicsEnv, nthread: int) -> None:
+        template = hp.make_data(task.model)
+        action = jnp.zeros(task.action_space.shape, task.dtype)
+        obs_f, term_f = (fields_read(f, template)[0] for f in (task.observation, task.terminated))
+        before_f, after_f = fields_read(lambda b, a: task.reward_terms(b, a, action), template, template)
+        self._before_names = sorted(before_f)
+        self._after_names = sorted(obs_f | term_f | after_f | before_f | {"qpos", "qvel"})
+        self.mj_model = _compile(task)
+        # fields of mj_rnePostConstraint: run per simulation on a copy of its MjData (a persistent batch
+        # keeps each one), ~6 us per environment step against ant's ~250 us of stepping
+        self._post = [name for name in self._after_names if name in _POST_CONSTRAINT]
+        self.batch = mujoco.batch.Batch(self.mj_model, self.num_envs, nthread, persistent=bool(self._post))
+        self._scratch = mujoco.MjData(self.mj_model) if self._post else None
+        self._bound = {}
+        for name in self._after_names:
+            value = getattr(template, name, None)
+            if name not in mujoco.batch.DATA_FIELDS or not hasattr(value, "shape"):
+                raise NotImplementedError(
+                    f"{self.name}: the task reads Data.{name}, which MuJoCo C's batch does not give in hurtle's layout"
+                )
+            shape = tuple(value.shape)
+            array = getattr(self._scratch, name)[None] if name in self._post else self.batch.bind(name)
+            if int(np.prod(array.shape[1:], dtype=np.int64)) != int(np.prod(shape, dtype=np.int64)):
+                raise NotImplementedError(
+                    f"{self.name}: Data.{name} is {shape} in hurtle and {array.shape[1:]} in MuJoCo C (stored sparse)"
+                )
+            self._bound[name] = (array, shape)
+
+        def data(fields):
+            return template.replace(**fields)
+
+        def transition(before, after, action):
+            b, a = data(before), data(after)
+            terms = task.reward_terms(b, a, action)
+            reward = sum(terms.values(), jnp.zeros((), task.dtype))
+            return task.observation(a), reward, task.terminated(a), terms
+
+        def reset_state(keys):
+            keys, sub = jax.vmap(jax.random.split, out_axes=1)(keys)
+            return keys, jax.vmap(task.reset_state)(sub)
+
+        self._transition = jax.jit(jax.vmap(transition))
+        self._observe = jax.jit(jax.vmap(lambda after: task.observation(data(after))))
+        self._reset_state = jax.jit(reset_state)
+
+    def _read(self, names) -> dict[str, np.ndarray]:
+        out = {}
+        post = [name for name in names if name in self._post]
+        for name in names:
+            if name not in post:
+                array, shape = self._bound[name]
+                out[name] = np.array(array, self.dtype).reshape(self.num_envs, *shape)  # a copy: bound arrays are live
+        if post:
+            values = {name: np.empty((self.num_envs, *self._bound[name][1]), self.dtype) for name in post}
+            for i in range(self.num_envs):
+                self.batch.get_data(i, self._scratch)
+                mujoco.mj_rnePostConstraint(self.mj_model, self._scratch)
+                for name in post:
+                    values[name][i] = getattr(self._scratch, name).reshape(self._bound[name][1])
+            out.update(values)
+        return out
+
+    def _restart(self, ids: np.ndarray) -> np.ndarray:
+        """Reset the environments `ids` from the task's reset distribution; every environment's observation."""
+        with jax.default_device(self._cpu):
+            self._keys, (qpos, qvel) = self._reset_state(self._keys)
+        self.batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
+        self._state_fields["qpos"][ids] = np.asarray(qpos)[ids]
+        self._state_fields["qvel"][ids] = np.asarray(qvel)[ids]
+        self.batch.forward(ids)
+        self._warnings = self._unstable_counts()
+        after = self._read(self._after_names)
+        with jax.default_device(self._cpu):
+            obs = np.asarray(self._observe(after))
+        self._counter.reset(ids)
+        if self._before is None:
+            self._before = {name: after[name] for name in self._before_names}
+        for name in self._before_names:
+            self._before[name][ids] = after[name][ids]
+        return obs
+
+    def reset(self, seed: int) -> np.ndarray:
+        self._keys = np.asarray(jax.random.split(jax.random.PRNGKey(seed), self.num_envs))
+        self._before = None
+        return self._restart(np.arange(self.num_envs))
+
+    def step(self, action: np.ndarray) -> HostStep:
+        if self._keys is None:
+            raise RuntimeError(f"{self.name}: call reset(seed) before step")
+        action = self._check_action(action)
+        self._state_fields["ctrl"][:] = action
+        self.batch.step(nstep=self.task.n_frames)
+        after = self._read(self._after_names)
+        with jax.default_device(self._cpu):
+            obs, reward, terminated, terms = jax.device_get(
+                self._transition(self._before, after, action.astype(self.dtype))
+            )
+        counts = self._unstable_counts()
+        unstable, self._warnings = counts != self._warnings, counts
+        obs, reward, terminated, bad = guard_nonfinite(
+            np.asarray(obs),
+            np.asarray(reward),
+            np.asarray(terminated, bool),
+            after["qpos"],
+            after["qvel"],
+            bad=unstable,
+        )
+        truncated, metrics = self._counter.add(reward, terminated)
+        metrics.update({f"reward/{k}": np.where(bad, 0, v) for k, v in terms.items()}, nan_resets=bad.astype(np.int32))
+        self._before = {name: after[name] for name in self._before_names}
+        final_obs = obs
+        ended = np.nonzero(terminated | truncated)[0]
+        if ended.size:
+            obs = obs.copy()
+            obs[ended] = self._restart(ended)[ended]
+        return HostStep(obs, reward, terminated, truncated, final_obs, metrics)
+
+
+__all__ = ["MujocoEnv", "fields_read"]

@@ -9,6 +9,7 @@ episode's last observation in `HostStep.final_obs`.
 """
 
 from hurtle.hostenvs.base import HostEnv, HostStep
+from hurtle.hostenvs.gymnasium import GymnasiumEnv
 from hurtle.hostenvs.mujoco_c import MujocoEnv
 
-__all__ = ["HostEnv", "HostStep", "MujocoEnv"]
+__all__ = ["GymnasiumEnv", "HostEnv", "HostStep", "MujocoEnv"]

@@ -59,6 +59,7 @@ class HostEnv(abc.ABC):
     def step(self, action: np.ndarray) -> HostStep:
         """Step every environment with its row of `action`; ended episodes restart in the same call."""
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Free threads and processes (idempotent)."""
 

@@ -26,7 +26,6 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs import registry
-from hurtle.envs.base import Box
 from hurtle.envs.physics_env import PhysicsEnv
 from hurtle.hostenvs.base import EpisodeCounter, HostEnv, HostStep, guard_nonfinite
 
@@ -192,9 +191,12 @@ class MujocoEnv(HostEnv):
         self._before = None
         return self._restart(np.arange(self.num_envs))
 
+    def close(self) -> None:
+        self.batch = None  # the batch's threads and simulations go with it
+
     def step(self, action: np.ndarray) -> HostStep:
-        if self._keys is None:
-            raise RuntimeError(f"{self.name}: call reset(seed) before step")
+        if self._keys is None or self.batch is None:
+            raise RuntimeError(f"{self.name}: " + ("closed" if self.batch is None else "call reset(seed) before step"))
         action = self._check_action(action)
         self._state_fields["ctrl"][:] = action
         self.batch.step(nstep=self.task.n_frames)

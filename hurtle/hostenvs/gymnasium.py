@@ -1,0 +1,103 @@
+"""Any Gymnasium environment as a host environment: an id or a constructor, vectorised sync or async.
+
+Gymnasium's vector environments run with its "same step" autoreset, so the step that ends an episode
+returns the next episode's first observation and the ended one's last observation (`info["final_obs"]`),
+which `HostStep.final_obs` carries for bootstrapping a truncated episode. "async" runs each environment in
+a subprocess (Gymnasium's `AsyncVectorEnv`, shared memory); "sync" steps them in turn in this thread.
+Observations arrive in the float dtype of hurtle's default (float32 unless `jax_enable_x64`), as its own
+environments' do; an error inside an environment (a worker's, in async) is raised by `step`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hurtle.envs.base import Box, Discrete, float_dtype
+from hurtle.hostenvs.base import EpisodeCounter, HostEnv, HostStep, guard_nonfinite
+
+
+def _space(space: Any, name: str) -> Box | Discrete:
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Box):
+        return Box(space.low, space.high, space.shape, float_dtype())
+    if isinstance(space, gym.spaces.Discrete) and int(space.start) == 0:
+        return Discrete(int(space.n))
+    raise NotImplementedError(f"{name}: Gymnasium space {space} (hurtle takes Box, and Discrete from 0)")
+
+
+class GymnasiumEnv(HostEnv):
+    """`num_envs` copies of a Gymnasium environment.
+
+    env: a registered id (made with `kwargs`, e.g. `max_episode_steps`) or a constructor returning a
+      `gymnasium.Env` (called once per copy).
+    vectorization: "sync" (one thread, in turn) or "async" (a subprocess each).
+    """
+
+    def __init__(self, env: str | Callable[[], Any], num_envs: int, vectorization: str = "sync", **kwargs):
+        import gymnasium as gym
+
+        self.name = env if isinstance(env, str) else getattr(env, "__name__", repr(env))
+        if vectorization not in ("sync", "async"):
+            raise ValueError(f"{self.name}: vectorization must be 'sync' or 'async', got {vectorization!r}")
+        if num_envs < 1:
+            raise ValueError(f"{self.name}: num_envs must be positive, got {num_envs}")
+        same_step = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+        if isinstance(env, str):
+            try:
+                gym.spec(env)
+            except gym.error.Error as e:
+                raise ValueError(f"{env}: not a Gymnasium environment id ({e})") from None
+            self.venv = gym.make_vec(env, num_envs, vectorization_mode=vectorization, vector_kwargs=same_step, **kwargs)
+        else:
+            kind = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
+            self.venv = kind([env] * num_envs, **same_step)
+        self.num_envs = int(num_envs)
+        self.observation_space = _space(self.venv.single_observation_space, self.name)
+        self.action_space = _space(self.venv.single_action_space, self.name)
+        if not isinstance(self.observation_space, Box):
+            self.close()
+            raise NotImplementedError(f"{self.name}: observations must be a Box")
+        self._counter = EpisodeCounter(self.num_envs, None)
+        self._dtype = self.observation_space.dtype
+
+    def reset(self, seed: int) -> np.ndarray:
+        obs, _ = self.venv.reset(seed=seed)
+        self._counter.reset()
+        return np.asarray(obs, self._dtype)
+
+    def step(self, action: np.ndarray) -> HostStep:
+        action = self._check_action(action)
+        obs, reward, terminated, truncated, info = self.venv.step(action)
+        obs = np.asarray(obs, self._dtype)
+        reward = np.asarray(reward, self._dtype)
+        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
+        ended = terminated | truncated
+        final_obs = obs.copy()
+        for i in np.nonzero(info.get("_final_obs", np.zeros(self.num_envs, bool)))[0]:
+            final_obs[i] = info["final_obs"][i]
+        final_obs, reward, terminated, bad = guard_nonfinite(final_obs, reward, terminated)
+        truncated &= ~terminated
+        if bad.any():
+            # a non-finite step ends that environment; one that had not ended yet starts again here
+            again = bad & ~ended
+            if again.any():
+                fresh, _ = self.venv.reset(options={"reset_mask": again})
+                obs[again] = np.asarray(fresh, self._dtype)[again]
+            obs[bad & ended] = np.where(np.isfinite(obs[bad & ended]), obs[bad & ended], 0)
+        _, metrics = self._counter.add(reward.astype(np.float64), terminated)
+        metrics["episode/return"] = metrics["episode/return"].astype(self._dtype)
+        metrics["nan_resets"] = bad.astype(np.int32)
+        self._counter.reset(np.nonzero(terminated | truncated)[0])
+        return HostStep(obs, reward, terminated, truncated, final_obs, metrics)
+
+    def close(self) -> None:
+        if getattr(self, "venv", None) is not None:
+            self.venv.close()
+            self.venv = None
+
+
+__all__ = ["GymnasiumEnv"]

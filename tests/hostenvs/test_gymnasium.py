@@ -17,8 +17,9 @@ def test_cartpole_autoresets_with_the_final_observation(vectorization):
         reference = gym.make("CartPole-v1")
         ref_obs, _ = reference.reset(seed=0)
         np.testing.assert_allclose(obs[0], ref_obs, rtol=1e-6)
-        total = 0.0
-        for t in range(100):
+        total, steps = 0.0, 0
+        for _ in range(100):
+            steps += 1
             s = env.step(np.ones(3, np.int64))  # always push right: the pole falls within ~10 steps
             ref_obs, ref_r, ref_term, _, _ = reference.step(1)
             total += ref_r
@@ -29,7 +30,7 @@ def test_cartpole_autoresets_with_the_final_observation(vectorization):
         assert s.terminated[0] and ref_term and not s.truncated[0]
         np.testing.assert_allclose(s.final_obs[0], ref_obs, rtol=1e-6)
         assert np.abs(s.obs[0]).max() <= 0.05  # CartPole resets within +-0.05
-        assert s.metrics["episode/return"][0] == total and s.metrics["episode/length"][0] == t + 1
+        assert s.metrics["episode/return"][0] == total and s.metrics["episode/length"][0] == steps
         s = env.step(np.ones(3, np.int64))
         assert s.metrics["episode/length"][0] == 1
     assert env.venv is None  # closed by `with`

@@ -35,8 +35,8 @@ class RunConfig:
     seed: int = 0
     """The seed of every random key."""
 
-    def validate_run(self) -> None:
-        """Raise ValueError naming the first shared field at fault."""
+    def validate_run(self, check_env: bool = True) -> None:
+        """Raise ValueError naming the first shared field at fault (`check_env`: `env` must be registered)."""
         from hurtle.envs import names
 
         for name in ("num_timesteps", "episode_length", "num_eval_envs"):
@@ -45,7 +45,7 @@ class RunConfig:
         for name in ("eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"Config.{name} must be >= 0 (0 disables it), got {getattr(self, name)}")
-        if self.env not in names():
+        if check_env and self.env not in names():
             raise ValueError(f"Config.env: unknown environment {self.env!r}; registered: {', '.join(names())}")
         if self.nconmax is not None and (isinstance(self.nconmax, bool) or not self.nconmax > 0):
             raise ValueError(f"Config.nconmax must be a positive number of contacts or None, got {self.nconmax}")

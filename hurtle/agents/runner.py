@@ -6,12 +6,18 @@ An algorithm is an `Algorithm`: its `Config` (a frozen dataclass inheriting `Run
 - `prepare(state)`: work a fresh run does once before its first iteration (SAC fills its replay buffer);
   a resumed run skips it, its checkpoint already holds the result;
 - `iteration(state) -> (state, metrics)`: one jitted call of the algorithm's whole work per iteration;
-- `policy(state)`: the acting item a checkpoint stores beside the state (what `hurtle eval` restores).
+- `policy(state)`: the acting item a checkpoint stores beside the state (what `hurtle eval` restores);
+- `start(state)` and `close()`: what runs beside the iterations (Sebulba's actor threads), started once
+  the state is ready (fresh or restored) and closed when the run ends, however it ends.
 
 and `make_actor(config) -> Actor`: the deterministic `act(policy, obs) -> action` and a template of the
 policy item, built from the config alone (no training environments), for evaluation, `hurtle eval` and the
 viewer. The runner evaluates every algorithm the same way (`evaluate`: one episode per environment of a
-batch, no auto-reset, the policy's deterministic action) and writes the same run directory.
+batch, no auto-reset, the policy's deterministic action; an algorithm whose environments live on the host
+brings its own `make_evaluate` doing the same there) and writes the same run directory.
+
+Architectures: Anakin's algorithms (`ALGORITHMS["anakin"]`) compile environment and learner together;
+Sebulba's (`ALGORITHMS["sebulba"]`) step host environments on actor threads (`hurtle.podracer.sebulba`).
 
 `train` stops after the first iteration whose state's `step` reaches `config.num_timesteps`; an algorithm
 whose iterations take a varying number of env steps (ES and ARS count the steps their episodes really took)
@@ -38,13 +44,26 @@ from hurtle.envs.base import Env
 from hurtle.envs.wrappers import VmapWrapper
 from hurtle.io.checkpoint import Checkpointer
 
-# name -> the module holding its `ALGORITHM`; imported on first use
-ALGORITHMS: dict[str, str] = {
-    "ppo": "hurtle.agents.ppo",
-    "sac": "hurtle.agents.sac",
-    "es": "hurtle.agents.es",
-    "ars": "hurtle.agents.ars",
+# architecture -> name -> "module:attribute" of its `Algorithm`; imported on first use
+ALGORITHMS: dict[str, dict[str, str]] = {
+    "anakin": {
+        "ppo": "hurtle.agents.ppo:ALGORITHM",
+        "sac": "hurtle.agents.sac:ALGORITHM",
+        "es": "hurtle.agents.es:ALGORITHM",
+        "ars": "hurtle.agents.ars:ALGORITHM",
+    },
+    "sebulba": {
+        "impala": "hurtle.agents.impala:ALGORITHM",
+        "ppo": "hurtle.agents.impala:PPO",
+    },
 }
+ARCHITECTURES = tuple(ALGORITHMS)
+
+
+def algorithm_names(arch: str | None = None) -> tuple[str, ...]:
+    """The algorithms of `arch` (of every architecture by default), without repeats."""
+    archs = ARCHITECTURES if arch is None else (arch,)
+    return tuple(dict.fromkeys(name for a in archs for name in ALGORITHMS[a]))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -55,6 +74,8 @@ class Learner:
     iteration: Callable[[Any], tuple[Any, dict[str, jax.Array]]]
     policy: Callable[[Any], Any]
     prepare: Callable[[Any], Any] | None = None
+    start: Callable[[Any], None] | None = None
+    close: Callable[[], None] | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -75,17 +96,31 @@ class Algorithm:
     presets: Mapping[str, Mapping[str, Any]]
     make_learner: Callable[[Any, Mesh], Learner]
     make_actor: Callable[[Any], Actor]
+    make_evaluate: Callable[..., Callable[[Any, jax.Array], dict[str, Any]]] | None = None
+    """`(config, act, num_episodes) -> evaluate(policy, key)` where the runner's (`make_evaluate`, on the
+    JAX environment) does not apply."""
+    arch: str = "anakin"
+
+    def evaluator(self, config: Any, act: Callable, num_episodes: int | None = None) -> Callable:
+        """`evaluate(policy, key)` for this algorithm's runs (its own `make_evaluate`, or the runner's)."""
+        return (self.make_evaluate or make_evaluate)(config, act, num_episodes)
 
     def preset(self, env: str) -> Any:
         """The config for `env` with its preset values (the defaults where it has none)."""
         return self.config(env=env, **self.presets.get(env, {}))
 
 
-def algorithm(name: str) -> Algorithm:
-    """The registered algorithm `name` (`ALGORITHMS`); ValueError naming the known ones otherwise."""
-    if name not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
-    return importlib.import_module(ALGORITHMS[name]).ALGORITHM
+def algorithm(name: str, arch: str | None = None) -> Algorithm:
+    """The registered algorithm `name` of `arch` (by default Anakin's, else the architecture that has it);
+    ValueError naming the known ones otherwise."""
+    if arch is not None and arch not in ALGORITHMS:
+        raise ValueError(f"unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
+    if arch is None:
+        arch = next((a for a in ARCHITECTURES if name in ALGORITHMS[a]), "anakin")
+    if name not in ALGORITHMS[arch]:
+        raise ValueError(f"unknown {arch} algorithm {name!r}; known: {', '.join(ALGORITHMS[arch])}")
+    module, _, attr = ALGORITHMS[arch][name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def check_devices(config: Any, field: str, count: int, mesh: Mesh) -> None:
@@ -180,7 +215,7 @@ def train(
     mesh = podracer.make_mesh() if mesh is None else mesh
     learner = algo.make_learner(config, mesh) if learner is None else learner
     state = learner.init()
-    evaluate_fn = make_evaluate(config, algo.make_actor(config).act) if config.eval_every else None
+    evaluate_fn = algo.evaluator(config, algo.make_actor(config).act) if config.eval_every else None
     eval_key = jax.random.key(config.seed + 1)
     iteration, elapsed = 0, 0.0
     restored = resume and checkpointer is not None and checkpointer.latest_step() is not None
@@ -193,30 +228,36 @@ def train(
         state = learner.prepare(state)
     history: list[dict[str, float]] = []
     step = int(podracer.host_value(state.step))
-    while step < config.num_timesteps or iteration == 0:
-        state, metrics = learner.iteration(state)
-        iteration += 1
-        metrics = {k: float(v) for k, v in podracer.host_value(metrics).items()}
-        step = int(podracer.host_value(state.step))
-        last = step >= config.num_timesteps
-        if evaluate_fn is not None and (iteration % config.eval_every == 0 or last):
-            eval_key, k = jax.random.split(eval_key)
-            metrics.update(eval_metrics(podracer.host_value(evaluate_fn(learner.policy(state), k))))
-        metrics["step"] = float(step)
-        metrics["time/seconds"] = time.perf_counter() - start
-        history.append(metrics)
-        if progress_fn is not None:
-            progress_fn(step, metrics)
-        if checkpointer is not None and (
-            last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)
-        ):
-            meta = {
-                "iteration": iteration,
-                "step": step,
-                "time_s": metrics["time/seconds"],
-                "eval_key": np.asarray(jax.random.key_data(eval_key)).tolist(),
-            }
-            checkpointer.save(step, state, learner.policy(state), meta)
+    if learner.start is not None:
+        learner.start(state)
+    try:
+        while step < config.num_timesteps or iteration == 0:
+            state, metrics = learner.iteration(state)
+            iteration += 1
+            metrics = {k: float(v) for k, v in podracer.host_value(metrics).items()}
+            step = int(podracer.host_value(state.step))
+            last = step >= config.num_timesteps
+            if evaluate_fn is not None and (iteration % config.eval_every == 0 or last):
+                eval_key, k = jax.random.split(eval_key)
+                metrics.update(eval_metrics(podracer.host_value(evaluate_fn(learner.policy(state), k))))
+            metrics["step"] = float(step)
+            metrics["time/seconds"] = time.perf_counter() - start
+            history.append(metrics)
+            if progress_fn is not None:
+                progress_fn(step, metrics)
+            if checkpointer is not None and (
+                last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)
+            ):
+                meta = {
+                    "iteration": iteration,
+                    "step": step,
+                    "time_s": metrics["time/seconds"],
+                    "eval_key": np.asarray(jax.random.key_data(eval_key)).tolist(),
+                }
+                checkpointer.save(step, state, learner.policy(state), meta)
+    finally:
+        if learner.close is not None:
+            learner.close()
     if checkpointer is not None:
         checkpointer.wait()
     return state, history
@@ -235,10 +276,12 @@ def load_policy(
 
 __all__ = [
     "ALGORITHMS",
+    "ARCHITECTURES",
     "Actor",
     "Algorithm",
     "Learner",
     "algorithm",
+    "algorithm_names",
     "check_devices",
     "control_steps",
     "eval_metrics",

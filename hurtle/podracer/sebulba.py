@@ -187,7 +187,13 @@ class Sebulba:
         start = time.perf_counter()
         if self.mode == "serial":
             timings = Timings()
-            items = [(0, self._store.version, self._rollout(self._serial, self._store.get(self.devices[0], 0, self._stop)[0], timings))]
+            items = [
+                (
+                    0,
+                    self._store.version,
+                    self._rollout(self._serial, self._store.get(self.devices[0], 0, self._stop)[0], timings),
+                )
+            ]
             self._timings.add(timings)
         else:
             items = []
@@ -269,7 +275,9 @@ class Sebulba:
             obs = step.obs
         actor["obs"] = obs
         s = {k: np.stack(v) for k, v in rec.items()}
-        return Trajectory(s["obs"], s["raw"], s["logp"], s["reward"], s["term"], s["trunc"], s["next"], ret, episodes, nans)
+        return Trajectory(
+            s["obs"], s["raw"], s["logp"], s["reward"], s["term"], s["trunc"], s["next"], ret, episodes, nans
+        )
 
     def _run(self, index: int) -> None:
         try:

@@ -1,0 +1,186 @@
+"""Sebulba: IMPALA and PPO on host environments through actor threads. Learning (cartpole through a
+Gymnasium vector environment, actor and learner on separate fake devices), synchronous reproducibility,
+policy lag, faults in actors, environments and the learner, interruption, and no thread left behind."""
+
+import dataclasses
+import threading
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from hurtle.agents import runner
+from hurtle.podracer.sebulba import ActorError
+
+IMPALA = runner.algorithm("impala")
+PPO = runner.algorithm("ppo", "sebulba")
+
+
+def _actor_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("sebulba-actor")]
+
+
+def _config(algo=IMPALA, **changes):
+    base = dict(num_timesteps=4 * 8 * 16, eval_every=0, checkpoint_every=0, num_envs=8, unroll_length=16)
+    return dataclasses.replace(algo.preset("CartPole-v1"), **{**base, **changes})
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_impala_learns_cartpole_on_a_gymnasium_vector_env(seed):
+    """Eval return 475 (two evaluations in a row, 16 episodes each) within 500k env steps, the actor on
+    device 0 and the learner on device 1."""
+    config = dataclasses.replace(
+        IMPALA.preset("CartPole-v1"),
+        seed=seed,
+        num_eval_envs=16,
+        eval_every=5,
+        actor_devices=(0,),
+        learner_devices=(1,),
+    )
+    assert config.num_timesteps <= 500_000
+    evals = []
+
+    def progress(step, metrics):
+        if "eval/episode_return" in metrics:
+            evals.append((step, metrics["eval/episode_return"]))
+            if len(evals) >= 2 and min(r for _, r in evals[-2:]) >= 475:
+                raise _Stop
+
+    with pytest.raises(_Stop):
+        runner.train(IMPALA, config, progress)
+    assert evals[-1][0] <= 500_000
+    assert not _actor_threads()
+
+
+@pytest.mark.parametrize("algo", [IMPALA, PPO], ids=["impala", "ppo"])
+def test_synchronous_runs_are_reproducible_with_zero_lag(algo):
+    config = _config(algo, actor_threads=2, seed=3, num_timesteps=4 * 2 * 8 * 16)
+
+    def run():
+        _, history = runner.train(algo, config)
+        return [{k: v for k, v in m.items() if not k.startswith(("sebulba/", "time/"))} for m in history], history
+
+    first, history = run()
+    second, _ = run()
+    assert first == second and len(first) == config.num_timesteps // (2 * 8 * 16)
+    assert all(m["sebulba/policy_lag"] == 0 for m in history)
+    assert {"sebulba/env_s", "sebulba/inference_s", "sebulba/learner_queue_wait_s", "sebulba/update_s"} <= set(
+        history[0]
+    )
+    assert not _actor_threads()
+
+
+def test_asynchronous_actors_log_their_policy_lag():
+    config = _config(IMPALA, asynchronous=True, actor_threads=2, num_timesteps=12 * 2 * 8 * 16)
+    _, history = runner.train(IMPALA, config)
+    lags = [m["sebulba/policy_lag_max"] for m in history]
+    assert all(lag >= 0 for lag in lags) and max(lags) >= 1  # actors ran ahead with older policies
+    assert not _actor_threads()
+
+
+@pytest.mark.parametrize("mode", ["serial", "alternating"])
+def test_modes_train(mode):
+    config = _config(IMPALA, mode=mode)
+    _, history = runner.train(IMPALA, config)
+    threads = {"serial": 1, "alternating": 2}[mode]  # alternating: two threads per actor device
+    assert len(history) == config.num_timesteps // (threads * 8 * 16) and all(
+        np.isfinite(m["loss/total"]) for m in history
+    )
+    assert not _actor_threads()
+
+
+class _Failing(gym.Env):
+    """CartPole's spaces; raises on its `fail_at`-th step, or returns NaN observations every `nan_every`."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, fail_at=None, nan_every=None):
+        self.fail_at, self.nan_every, self.t = fail_at, nan_every, 0
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        if self.fail_at is not None and self.t >= self.fail_at:
+            raise RuntimeError("the environment broke at step %d" % self.t)
+        bad = self.nan_every is not None and self.t % self.nan_every == 0
+        return np.full(4, np.nan if bad else 0.1, np.float32), 1.0, False, self.t % 50 == 0, {}
+
+
+@pytest.fixture
+def failing_envs():
+    gym.register("HurtleFailing-v0", entry_point=lambda **kw: _Failing(**kw))
+    yield
+    gym.registry.pop("HurtleFailing-v0")
+
+
+def test_an_environment_error_in_an_actor_stops_the_run_with_its_traceback(failing_envs, monkeypatch):
+    from hurtle.agents.impala import train as impala_train
+
+    real = impala_train.make_host_env
+    monkeypatch.setattr(
+        impala_train,
+        "make_host_env",
+        lambda config, n, nthread=0: real(dataclasses.replace(config, env="HurtleFailing-v0"), n, nthread),
+    )
+    # fail_at is passed through gym.make's kwargs: build the env class with it
+    gym.registry["HurtleFailing-v0"].kwargs = {"fail_at": 40}
+    config = _config(IMPALA, actor_threads=2, num_timesteps=10**9)
+    start = time.perf_counter()
+    with pytest.raises(ActorError, match=r"(?s)actor thread \d failed:.*Traceback.*the environment broke at step 40"):
+        runner.train(IMPALA, config)
+    assert time.perf_counter() - start < 60  # compilation included; the stop itself takes POLL_S
+    assert not _actor_threads()
+
+
+def test_nonfinite_observations_are_counted_and_training_goes_on(failing_envs, monkeypatch):
+    from hurtle.agents.impala import train as impala_train
+
+    real = impala_train.make_host_env
+    monkeypatch.setattr(
+        impala_train,
+        "make_host_env",
+        lambda config, n, nthread=0: real(dataclasses.replace(config, env="HurtleFailing-v0"), n, nthread),
+    )
+    gym.registry["HurtleFailing-v0"].kwargs = {"nan_every": 7}
+    _, history = runner.train(IMPALA, _config(IMPALA))
+    assert sum(m["train/nan_resets"] for m in history) > 0
+    assert all(np.isfinite(m["loss/total"]) for m in history)
+
+
+@pytest.mark.parametrize("error", [_Stop, KeyboardInterrupt])
+def test_a_learner_error_or_ctrl_c_stops_every_actor(error):
+    def progress(step, metrics):
+        raise error
+
+    with pytest.raises(error):
+        runner.train(IMPALA, _config(IMPALA, actor_threads=2, num_timesteps=10**9), progress)
+    assert not _actor_threads()
+
+
+def test_mujoco_backend_trains_and_evaluates():
+    config = dataclasses.replace(
+        IMPALA.preset("inverted_pendulum"), num_envs=4, unroll_length=8, num_timesteps=2 * 4 * 8, eval_every=1,
+        num_eval_envs=2, episode_length=50,
+    )  # fmt: skip
+    _, history = runner.train(IMPALA, config)
+    assert len(history) == 2 and history[-1]["eval/episode_length"] > 0
+    assert not _actor_threads()
+
+
+def test_bad_configs_name_the_field():
+    with pytest.raises(ValueError, match="Config.actor_devices: no device 5"):
+        IMPALA.make_learner(_config(IMPALA, actor_devices=(5,)), None)
+    with pytest.raises(ValueError, match="Config.num_minibatches = 7 must divide"):
+        PPO.make_learner(_config(PPO, num_minibatches=7), None)
+    with pytest.raises(ValueError, match="CartPole-v9: not a Gymnasium environment id"):
+        runner.train(IMPALA, _config(IMPALA, env="CartPole-v9"))

@@ -23,9 +23,11 @@ def default_run_dir(env: str, algo: str = "ppo", root: str = "runs") -> str:
     return os.path.join(root, f"{env}-{algo}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
-def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None, algo: str = "ppo") -> str:
+def prepare_run_dir(
+    path: str | None, resume: bool = False, config: Any = None, algo: str = "ppo", arch: str = "anakin"
+) -> str:
     """Create the run directory (default: `default_run_dir(config.env, algo)`) and write `config.json` (the
-    config's fields and "algo", the algorithm's name).
+    config's fields, "algo", the algorithm's name, and "arch", its architecture).
 
     An existing empty directory is fine; a non-empty one is refused unless `resume` is true."""
     if path is None:
@@ -42,7 +44,7 @@ def prepare_run_dir(path: str | None, resume: bool = False, config: Any = None, 
     os.makedirs(path, exist_ok=True)
     if config is not None:
         data = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
-        data = {"algo": algo, **data}
+        data = {"algo": algo, "arch": arch, **data}
         _write_atomically(os.path.join(path, "config.json"), json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -7,12 +7,14 @@ import pytest
 from hurtle.agents import runner
 from hurtle.agents.ppo import Config
 
-ALGOS = list(runner.ALGORITHMS)
+ALGOS = [(arch, name) for arch in runner.ARCHITECTURES for name in runner.ALGORITHMS[arch]]
+IDS = [f"{arch}-{name}" for arch, name in ALGOS]
 
 
-@pytest.mark.parametrize("name", ALGOS)
-def test_defaults_and_presets_validate(name):
-    algo = runner.algorithm(name)
+@pytest.mark.parametrize("arch, name", ALGOS, ids=IDS)
+def test_defaults_and_presets_validate(arch, name):
+    algo = runner.algorithm(name, arch)
+    assert algo.arch == arch and algo.name == name
     assert algo.config().validate() == algo.config()
     assert algo.presets, name
     for env in algo.presets:
@@ -23,11 +25,11 @@ def test_ppo_batch_size():
     assert Config().batch_size == Config().num_envs * Config().unroll_length
 
 
-@pytest.mark.parametrize("name", ALGOS)
-def test_every_field_has_a_docstring(name):
+@pytest.mark.parametrize("arch, name", ALGOS, ids=IDS)
+def test_every_field_has_a_docstring(arch, name):
     import inspect
 
-    cls = runner.algorithm(name).config
+    cls = runner.algorithm(name, arch).config
     lines = [line for klass in cls.__mro__[:-1] for line in inspect.getsource(klass).splitlines()]
     for field in dataclasses.fields(cls):
         line = next(i for i, s in enumerate(lines) if s.strip().startswith(f"{field.name}:"))
@@ -91,6 +93,10 @@ def test_validate_names_the_field(changes, message):
         ("es", {"noise_std": 0.0}, r"Config.noise_std must be positive"),
         ("ars", {"top_directions": 9, "num_directions": 8}, r"Config.top_directions = 9 exceeds num_directions = 8"),
         ("ars", {"step_size": -1.0}, r"Config.step_size must be positive"),
+        ("impala", {"clip_rho": 0.0}, r"Config.clip_rho must be positive"),
+        ("impala", {"vtrace_lambda": 1.5}, r"Config.vtrace_lambda must lie in \[0, 1\]"),
+        ("impala", {"env": "no_such_env"}, r"Config.env: unknown environment 'no_such_env'"),
+        ("impala", {"env_backend": "gymnasium", "nconmax": 8}, r"Config.nconmax applies to hurtle's physics"),
     ],
 )
 def test_algorithm_validate_names_the_field(name, changes, message):
@@ -101,8 +107,12 @@ def test_algorithm_validate_names_the_field(name, changes, message):
 def test_unknown_algorithm_and_unsplittable_population_are_named():
     import types
 
-    with pytest.raises(ValueError, match=r"unknown algorithm 'nope'; known: ppo, sac, es, ars"):
+    with pytest.raises(ValueError, match=r"unknown anakin algorithm 'nope'; known: ppo, sac, es, ars"):
         runner.algorithm("nope")
+    with pytest.raises(ValueError, match=r"unknown sebulba algorithm 'sac'; known: impala, ppo"):
+        runner.algorithm("sac", "sebulba")
+    with pytest.raises(ValueError, match=r"unknown architecture 'podracer'; known: anakin, sebulba"):
+        runner.algorithm("ppo", "podracer")
     es = runner.algorithm("es").config(population_size=6)
     with pytest.raises(ValueError, match=r"Config.population_size = 6 must be divisible by the 4 devices"):
         runner.check_devices(es, "population_size", es.population_size, types.SimpleNamespace(size=4))

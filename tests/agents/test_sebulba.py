@@ -111,7 +111,7 @@ class _Failing(gym.Env):
     def step(self, action):
         self.t += 1
         if self.fail_at is not None and self.t >= self.fail_at:
-            raise RuntimeError("the environment broke at step %d" % self.t)
+            raise RuntimeError(f"the environment broke at step {self.t}")
         bad = self.nan_every is not None and self.t % self.nan_every == 0
         return np.full(4, np.nan if bad else 0.1, np.float32), 1.0, False, self.t % 50 == 0, {}
 
@@ -184,3 +184,58 @@ def test_bad_configs_name_the_field():
         PPO.make_learner(_config(PPO, num_minibatches=7), None)
     with pytest.raises(ValueError, match="CartPole-v9: not a Gymnasium environment id"):
         runner.train(IMPALA, _config(IMPALA, env="CartPole-v9"))
+
+
+def test_cli_trains_resumes_and_evaluates_a_sebulba_run(tmp_path, capsys):
+    import json
+
+    from hurtle.cli import main
+
+    run = str(tmp_path / "run")
+    common = ["CartPole-v1", "--arch", "sebulba", "--num-envs", "4", "--unroll-length", "8", "--eval-every", "2"]
+    main(["train", *common, "--num-timesteps", "64", "--run-dir", run, "--num-eval-envs", "2"])
+    saved = json.load(open(f"{run}/config.json"))
+    assert (saved["algo"], saved["arch"], saved["env_backend"]) == ("impala", "sebulba", "gymnasium")
+    main(["train", *common, "--num-timesteps", "128", "--run-dir", run, "--resume"])
+    out = capsys.readouterr().out
+    assert "resuming from its checkpoint at step 64" in out
+    main(["eval", run, "--episodes", "2"])
+    assert "hurtle eval: CartPole-v1 (impala), checkpoint at 128 env steps, 2 episodes" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"is a sebulba impala run, not anakin ppo"):
+        main(["train", "CartPole-v1", "--run-dir", run, "--resume"])
+    with pytest.raises(SystemExit, match=r"Config.env: cartpole is not a physics task"):
+        main(["train", "cartpole", "--arch", "sebulba"])
+    with pytest.raises(SystemExit, match=r"unknown sebulba algorithm 'sac'; known: impala, ppo"):
+        main(["train", "hopper", "--arch", "sebulba", "--algo", "sac"])
+
+
+def test_sigint_stops_a_run_with_async_workers_and_leaves_no_process(tmp_path):
+    """Ctrl-C on `hurtle train --arch sebulba` with Gymnasium's subprocess workers: the command ends with its
+    resume hint, and every worker process is gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "hurtle.cli", "train", "CartPole-v1", "--arch", "sebulba", "--vectorization",
+           "async", "--num-envs", "3", "--unroll-length", "8", "--num-timesteps", "1000000000", "--eval-every", "0",
+           "--run-dir", str(tmp_path / "run")]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        deadline = time.time() + 120
+        children = []
+        while time.time() < deadline and len(children) < 3:
+            out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
+            children = [int(p) for p in out.split()]
+            time.sleep(0.2)
+        assert len(children) >= 3, "the workers never started"
+        time.sleep(2.0)  # training
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1 and "interrupted; continue with: hurtle train CartPole-v1 --arch sebulba" in err
+    time.sleep(0.5)
+    alive = [p for p in children if os.path.exists(f"/proc/{p}") and "zombie" not in open(f"/proc/{p}/status").read()]
+    assert not alive, f"worker processes left behind: {alive}"

@@ -34,7 +34,7 @@ from hurtle.hostenvs import GymnasiumEnv, HostEnv, MujocoEnv
 from hurtle.nn import normalizer
 from hurtle.nn.networks import make_policy_network, make_value_network
 from hurtle.physics.dataclass import pytree_dataclass
-from hurtle.podracer.sebulba import Sebulba, Trajectory
+from hurtle.podracer.sebulba import Sebulba
 
 
 @pytree_dataclass
@@ -74,7 +74,14 @@ def spaces(config: Config) -> tuple[Box, Box | Discrete]:
     if config.env_backend == "gymnasium":
         with GymnasiumEnv(config.env, 1) as env:
             return env.observation_space, env.action_space
+    from hurtle.envs.physics_env import PhysicsEnv
+
     task = runner.make_env(config).unwrapped
+    if not isinstance(task, PhysicsEnv):
+        raise ValueError(
+            f"Config.env: {config.env} is not a physics task; the mujoco backend steps hurtle's MJCF tasks on MuJoCo C "
+            f"(train it with --arch anakin, or give a Gymnasium id with --env-backend gymnasium)"
+        )
     return task.observation_space, task.action_space
 
 

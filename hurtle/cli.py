@@ -27,6 +27,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import tyro
@@ -248,7 +249,9 @@ def train(argv: list[str]) -> None:
     from hurtle.io import Checkpointer, MetricsLog, prepare_run_dir
 
     try:
-        run_dir = prepare_run_dir(args.run_dir, resume=args.resume, config=config, algo=name, arch=arch)
+        run_dir = _shared(
+            lambda: prepare_run_dir(args.run_dir, resume=args.resume, config=config, algo=name, arch=arch)
+        )
     except FileExistsError as e:
         raise UsageError(str(e)) from None
     checkpoints = os.path.join(run_dir, "checkpoints")
@@ -293,6 +296,33 @@ def train(argv: list[str]) -> None:
     if os.path.exists(os.path.join(run_dir, "learning_curve.png")):
         print(f"  plot:        {os.path.join(run_dir, 'learning_curve.png')}")
     print(f"  checkpoints: {checkpoints} (hurtle eval {run_dir})")
+
+
+def _shared(make: Callable[[], str]) -> str:
+    """`make()` (which prepares the run directory) in process 0 of a multi-process job, its result handed to
+    every process (the run directory lives on a file system they share); in one process, just `make()`. A
+    failure in process 0 is raised in every process."""
+    import jax
+
+    if jax.process_count() == 1:
+        return make()
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    text = ""
+    if jax.process_index() == 0:
+        try:
+            text = "ok:" + make()
+        except FileExistsError as e:
+            text = "error:" + str(e)
+    data = np.zeros(4096, np.uint8)
+    raw = text.encode()[:4096]
+    data[: len(raw)] = np.frombuffer(raw, np.uint8)
+    text = bytes(np.asarray(multihost_utils.broadcast_one_to_all(data))).rstrip(b"\0").decode()
+    kind, _, value = text.partition(":")
+    if kind == "error":
+        raise FileExistsError(value)
+    return value
 
 
 class Progress:

@@ -81,7 +81,8 @@ def _place(x: Any, sharding: NamedSharding) -> jax.Array:
     """`x` (the same global value in every process) as a global array with `sharding`: each process hands
     over only the pieces its own devices hold, so this works on one host and on many."""
     if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
-        return jax.device_put(x, sharding)
+        # keys as their data (a trailing axis), placed piecewise, then typed again
+        return jax.random.wrap_key_data(_place(jax.random.key_data(x), sharding), impl=jax.random.key_impl(x))
     host = np.asarray(x)
     return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
 

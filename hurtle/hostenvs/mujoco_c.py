@@ -94,7 +94,7 @@ class MujocoEnv(HostEnv):
         self.observation_space, self.action_space = task.observation_space, task.action_space
         self.dtype = task.dtype
         self._counter = EpisodeCounter(self.num_envs, episode_length)
-        self._cpu = jax.devices("cpu")[0]
+        self._cpu = jax.local_devices(backend="cpu")[0]
         with jax.default_device(self._cpu):
             self._build(task, nthread)
         self._state_fields = {n: self.batch.bind(n) for n in ("qpos", "qvel", "ctrl")}

@@ -99,6 +99,33 @@ def device_put_replicated(tree: Any, mesh: Mesh) -> Any:
     return jax.tree.map(lambda x: _place(x, replicated(mesh)), tree)
 
 
+def device_put_process_batch(tree: Any, mesh: Mesh, axis: int = 0) -> Any:
+    """Place (outside jit) this process's part of a batch: every process holds different rows (its own
+    actors' trajectories), and the global array, split along `axis` over the mesh, is their concatenation
+    in process order. With one process this is `device_put_batch`."""
+    if jax.process_count() == 1:
+        return device_put_batch(tree, mesh, axis)
+
+    def place(x):
+        x = np.asarray(x)
+        shape = list(x.shape)
+        shape[axis] *= jax.process_count()
+        return jax.make_array_from_process_local_data(batch_sharding(mesh, axis), x, tuple(shape))
+
+    return jax.tree.map(place, tree)
+
+
+def local_copy(tree: Any, device: jax.Device) -> Any:
+    """A copy of replicated arrays (global ones included) on one of this process's devices."""
+
+    def copy(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            x = x.addressable_data(0)
+        return jax.device_put(x, device)
+
+    return jax.tree.map(copy, tree)
+
+
 def host_value(tree: Any) -> Any:
     """Bring replicated results (metrics, the step counter) to this host as numpy: every process reads its
     own copy, which works where `jax.device_get` cannot (arrays spanning other hosts' devices)."""

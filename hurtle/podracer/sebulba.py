@@ -40,6 +40,7 @@ import jax
 import numpy as np
 
 from hurtle.hostenvs.base import HostEnv
+from hurtle.podracer.anakin import local_copy
 
 POLL_S = 0.1  # how often blocked threads look at the stop flag
 MODES = ("serial", "parallel", "alternating")
@@ -166,7 +167,7 @@ class Sebulba:
 
     def publish(self, policy: Any, version: int) -> None:
         """Make `policy` (any pytree) the actors' policy from `version` on: copied to every actor device."""
-        self._store.put({d: jax.device_put(policy, d) for d in set(self.devices)}, version)
+        self._store.put({d: local_copy(policy, d) for d in set(self.devices)}, version)
 
     def start(self) -> None:
         """Start the actor threads (after the first `publish`)."""

@@ -129,12 +129,12 @@ def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None
     """`evaluate(policy, key)`: one episode on each of `num_episodes` host environments of the run's backend
     with the deterministic `act` (at most `config.episode_length` steps); per-episode returns and lengths."""
     n = num_episodes or config.num_eval_envs
-    cpu = jax.devices("cpu")[0]
+    cpu = jax.local_devices(backend="cpu")[0]
     jitted = jax.jit(act)
 
     def evaluate(policy, key):
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-        policy = jax.device_put(policy, cpu)
+        policy = podracer.local_copy(policy, cpu)
         with make_host_env(config, n) as env:
             obs = env.reset(seed)
             ret, length, alive = np.zeros(n), np.zeros(n), np.ones(n, bool)
@@ -152,18 +152,25 @@ def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None
 
 
 def devices(config: Config) -> tuple[list[jax.Device], list[jax.Device]]:
-    """The actor and learner devices of `config` (see its `actor_devices` and `learner_devices`)."""
-    every = jax.local_devices()
+    """The actor devices of this process and the learner devices of every process (see `Config`'s
+    `actor_devices` and `learner_devices`: indices into each process's own devices, the same in each)."""
+    local = jax.local_devices()
 
-    def pick(field: str, indices: tuple[int, ...]) -> list[jax.Device]:
+    def pick(field: str, indices: tuple[int, ...], devices: list[jax.Device]) -> list[jax.Device]:
         for i in indices:
-            if not 0 <= i < len(every):
-                raise ValueError(f"Config.{field}: no device {i}; this process has {len(every)}")
-        return [every[i] for i in indices]
+            if not 0 <= i < len(devices):
+                raise ValueError(f"Config.{field}: no device {i}; this process has {len(devices)}")
+        return [devices[i] for i in indices]
 
-    actors = pick("actor_devices", config.actor_devices) or every[:1]
-    rest = [d for d in every if d not in actors]
-    learners = pick("learner_devices", config.learner_devices) or rest or actors
+    actors = pick("actor_devices", config.actor_devices, local) or local[:1]
+    learners = []
+    for process in range(jax.process_count()):
+        own = [d for d in jax.devices() if d.process_index == process]
+        chosen = pick("learner_devices", config.learner_devices, own)
+        if not chosen:  # every device but the actors', or the actors' when there is only one
+            actor_ids = {local.index(d) for d in actors}
+            chosen = [d for i, d in enumerate(own) if i not in actor_ids] or [own[i] for i in sorted(actor_ids)]
+        learners += chosen
     return actors, learners
 
 
@@ -253,11 +260,17 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
     actor_devices, learner_devices = devices(config)
     threads = num_actor_threads(config, actor_devices)
     learner_mesh = podracer.make_mesh(learner_devices)
-    runner.check_devices(config, "num_envs (times the actor threads)", config.num_envs * threads, learner_mesh)
-    if config.loss == "ppo" and (config.unroll_length * config.num_envs * threads) % config.num_minibatches:
+    runner.check_devices(
+        config,
+        "num_envs (times the actor threads and processes)",
+        config.num_envs * threads * jax.process_count(),
+        learner_mesh,
+    )
+    transitions = config.unroll_length * config.num_envs * threads * jax.process_count()
+    if config.loss == "ppo" and transitions % config.num_minibatches:
         raise ValueError(
-            f"Config.num_minibatches = {config.num_minibatches} must divide the batch's "
-            f"{config.unroll_length * config.num_envs * threads} transitions (unroll_length x num_envs x actor threads)"
+            f"Config.num_minibatches = {config.num_minibatches} must divide the batch's {transitions} transitions "
+            f"(unroll_length x num_envs x actor threads x processes)"
         )
     networks = make_networks(config)
     update = make_update(config, networks, learner_mesh)
@@ -301,7 +314,7 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
         trajectory, stats = sebulba.collect()
         t0 = time.perf_counter()
         batch = Batch(*(getattr(trajectory, f) for f in Batch.__dataclass_fields__))
-        state, metrics = update(state, podracer.device_put_batch(batch, learner_mesh, axis=1))
+        state, metrics = update(state, podracer.device_put_process_batch(batch, learner_mesh, axis=1))
         metrics = podracer.host_value(metrics)  # waits for the update
         sebulba.publish(policy_of(state), int(podracer.host_value(state.version)))
         episodes = float(trajectory.episodes.sum())

@@ -1,7 +1,8 @@
 """Time to solve and training throughput of hurtle's presets (any algorithm), appended to benchmarks/RESULTS.md.
 
-For each ENV:THRESHOLD[:ALGO] (ALGO: ppo by default, sac, es, ars): the preset's run (float32, every device of
-this machine), timed from the call to the end of each iteration, compilation included. "time to solve" is
+For each ENV:THRESHOLD[:ALGO[:ARCH]] (ALGO: ppo by default, sac, es, ars, impala; ARCH: anakin by default, or
+sebulba): the preset's run (float32, every device of this machine), timed from the call to the end of each
+iteration, compilation included. "time to solve" is
 the `time_s` of the first evaluation whose mean return reaches the threshold; "steps/s" counts env steps per
 second of training after the first iteration (whose time is mostly compilation), evaluation included.
 `--max-seconds` stops a run at the first iteration past that wall-clock budget.
@@ -11,6 +12,7 @@ second of training after the first iteration (whose time is mostly compilation),
     python benchmarks/training.py --env swimmer:325:ars --max-seconds 1800
     python benchmarks/training.py --env hopper:2500:sac --peer sbx --max-seconds 3600   # SBX on Hopper-v5 too
     python benchmarks/training.py --env hopper:2500:sac --split     # SAC's time per iteration, part by part
+    python benchmarks/training.py --env hopper:1000:ppo hopper:1000:ppo:sebulba   # Anakin against Sebulba
 
 `--peer sbx` also trains SBX's SAC (sbx-rl: JAX SAC on Gymnasium's MuJoCo C environment, the RL Zoo's
 MuJoCo settings: 10,000 random steps first, then one update of batch 256 per step) with a deterministic
@@ -43,10 +45,11 @@ def run(
     algo: str = "ppo",
     max_seconds: float | None = None,
     changes: dict | None = None,
+    arch: str | None = None,
 ) -> dict:
     from hurtle.agents import runner
 
-    algorithm = runner.algorithm(algo)
+    algorithm = runner.algorithm(algo, arch)
     if env not in algorithm.presets:
         return {"error": f"no {algo} preset for {env}"}
     config = dataclasses.replace(algorithm.preset(env), seed=seed, checkpoint_every=0, **(changes or {}))
@@ -212,7 +215,7 @@ def split_table(args, machine: str, changes: dict) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--env", nargs="+", default=list(DEFAULT), help="ENV:THRESHOLD[:ALGO] triples")
+    p.add_argument("--env", nargs="+", default=list(DEFAULT), help="ENV:THRESHOLD[:ALGO[:ARCH]]")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
     p.add_argument("--peer", choices=["sbx"], default=None, help="also train this peer on the Gymnasium twin (SAC)")
@@ -231,11 +234,11 @@ def main(argv=None) -> None:
         return split_table(args, _machine(), changes)
     rows = []
     for spec in args.env:
-        env, threshold, algo = (spec.split(":") + ["ppo"])[:3]
+        env, threshold, algo, arch = (spec.split(":") + ["ppo", "anakin"][len(spec.split(":")) - 2 :])[:4]
         for seed in args.seeds:
-            r = run(env, float(threshold), seed, algo, args.max_seconds, changes)
-            print(env, algo, seed, r, flush=True)
-            rows.append((env, f"hurtle {algo}", float(threshold), seed, r))
+            r = run(env, float(threshold), seed, algo, args.max_seconds, changes, arch)
+            print(env, algo, arch, seed, r, flush=True)
+            rows.append((env, f"hurtle {algo}" + (f" ({arch})" if arch != "anakin" else ""), float(threshold), seed, r))
             if args.peer == "sbx" and algo == "sac":
                 r = run_sbx(env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
                 print(env, "sbx", seed, r, flush=True)

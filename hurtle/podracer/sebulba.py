@@ -89,6 +89,10 @@ class Timings:
     actor_queue_wait: float = 0.0
     actor_policy_wait: float = 0.0
 
+    @property
+    def total(self) -> float:
+        return self.env + self.inference + self.actor_queue_wait + self.actor_policy_wait
+
     def add(self, other: Timings) -> None:
         for f in dataclasses.fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
@@ -216,6 +220,9 @@ class Sebulba:
             "sebulba/actor_queue_wait_s": timings.actor_queue_wait,
             "sebulba/actor_policy_wait_s": timings.actor_policy_wait,
             "sebulba/learner_queue_wait_s": wait,
+            # the part of the actors' time spent stepping environments: the share of raw stepping speed the
+            # actors reach, were the stepping itself as fast as the bare environments
+            "sebulba/stepping_share": timings.env / max(timings.total, 1e-9),
             "sebulba/policy_lag": float(np.mean(lags)),
             "sebulba/policy_lag_max": float(np.max(lags)),
         }

@@ -73,6 +73,7 @@ def test_synchronous_runs_are_reproducible_with_zero_lag(algo):
     assert {"sebulba/env_s", "sebulba/inference_s", "sebulba/learner_queue_wait_s", "sebulba/update_s"} <= set(
         history[0]
     )
+    assert all(0 < m["sebulba/stepping_share"] < 1 for m in history)
     assert not _actor_threads()
 
 

@@ -80,3 +80,25 @@ def test_refusals():
         env.reset(0)
         with pytest.raises(ValueError, match=r"CartPole-v1: action has shape \(3,\), expected \(2,\)"):
             env.step(np.zeros(3, np.int64))
+
+
+def test_envpool_follows_the_same_contract():
+    """EnvPool (an optional extra: skipped where it is not installed) resets an ended environment in the same
+    step, like the Gymnasium backend, and matches Gymnasium's CartPole step for step from the same state."""
+    pytest.importorskip("envpool")
+    from hurtle.hostenvs.envpool import EnvPoolEnv
+
+    with pytest.raises(ValueError, match="NoSuchEnv-v0: not an EnvPool environment id"):
+        EnvPoolEnv("NoSuchEnv-v0", 2)
+    with EnvPoolEnv("CartPole-v1", 3) as env:
+        obs = env.reset(seed=0)
+        assert obs.shape == (3, 4) and env.action_space == Discrete(2)
+        for _ in range(100):
+            s = env.step(np.ones(3, np.int64))
+            if s.ended.any():
+                break
+        i = int(np.nonzero(s.ended)[0][0])
+        assert s.terminated[i] and abs(s.final_obs[i][2]) > 0.2  # the pole fell past 12 degrees
+        assert np.abs(s.obs[i]).max() <= 0.05 and s.metrics["episode/length"][i] >= 8
+        s = env.step(np.ones(3, np.int64))
+        assert s.metrics["episode/length"][i] == 1

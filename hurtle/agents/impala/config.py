@@ -14,8 +14,9 @@ class Config(RunConfig):
     """Sebulba: host environments on actor threads, the learner on its own devices (beside `RunConfig`'s
     fields). `env` is a registered task (`env_backend="mujoco"`) or a Gymnasium id (`"gymnasium"`)."""
 
-    env_backend: Literal["mujoco", "gymnasium"] = "mujoco"
-    """Where the environments run: hurtle's physics task on MuJoCo C, or a Gymnasium environment by id."""
+    env_backend: Literal["mujoco", "gymnasium", "envpool"] = "mujoco"
+    """Where the environments run: hurtle's physics task on MuJoCo C, a Gymnasium environment by id, or an
+    EnvPool environment by id (the `envpool` extra)."""
     vectorization: Literal["sync", "async"] = "sync"
     """Gymnasium's vectorisation per actor thread: in turn in the thread, or a subprocess per environment."""
     num_envs: int = 16
@@ -86,8 +87,10 @@ class Config(RunConfig):
         check_positive(self, "entropy_cost", "value_cost", "env_threads", strict=False)
         check_unit(self, "discount", "vtrace_lambda", "gae_lambda")
         check_widths(self, "policy_hidden_sizes", "value_hidden_sizes")
-        if self.env_backend == "gymnasium" and self.nconmax is not None:
-            raise ValueError("Config.nconmax applies to hurtle's physics; Gymnasium environments have no contact cap")
+        if self.env_backend != "mujoco" and self.nconmax is not None:
+            raise ValueError(
+                f"Config.nconmax applies to hurtle's physics; {self.env_backend} environments have no contact cap"
+            )
         return self
 
 

@@ -66,13 +66,17 @@ def make_host_env(config: Config, num_envs: int, nthread: int = 0) -> HostEnv:
     """`num_envs` host environments of `config` (its backend, its time limit for hurtle's tasks)."""
     if config.env_backend == "gymnasium":
         return GymnasiumEnv(config.env, num_envs, config.vectorization)
+    if config.env_backend == "envpool":
+        from hurtle.hostenvs.envpool import EnvPoolEnv
+
+        return EnvPoolEnv(config.env, num_envs, nthread)
     return MujocoEnv(config.env, num_envs, episode_length=config.episode_length, nthread=nthread)
 
 
 def spaces(config: Config) -> tuple[Box, Box | Discrete]:
     """The observation and action spaces of `config.env`, without starting its workers."""
-    if config.env_backend == "gymnasium":
-        with GymnasiumEnv(config.env, 1) as env:
+    if config.env_backend != "mujoco":
+        with make_host_env(config, 1) as env:
             return env.observation_space, env.action_space
     from hurtle.envs.physics_env import PhysicsEnv
 

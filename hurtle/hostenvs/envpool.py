@@ -1,0 +1,79 @@
+"""EnvPool environments as a host environment (the `envpool` extra: `pip install 'hurtle[envpool]'`).
+
+EnvPool steps a batch of environments in its own C++ thread pool (Atari, MuJoCo's Gym tasks, classic
+control, ...). Its Gymnasium interface resets an ended environment on the next call; here the ended ones are
+reset at once (`reset(env_id)`), so that a step follows `HostEnv`'s same-step autoreset: the new episode's
+first observation in `obs`, the ended one's last in `final_obs`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hurtle.envs.base import float_dtype
+from hurtle.hostenvs.base import EpisodeCounter, HostEnv, HostStep, guard_nonfinite
+from hurtle.hostenvs.gymnasium import _space
+
+
+class EnvPoolEnv(HostEnv):
+    """`num_envs` copies of the EnvPool task `env` (an EnvPool id such as "HalfCheetah-v5").
+
+    num_threads: EnvPool's worker threads (0: its default, one per CPU).
+    """
+
+    def __init__(self, env: str, num_envs: int, num_threads: int = 0, **kwargs):
+        try:
+            import envpool
+        except ImportError:
+            raise ImportError(f"{env}: the envpool backend needs EnvPool: pip install 'hurtle[envpool]'") from None
+        if env not in envpool.list_all_envs():
+            raise ValueError(f"{env}: not an EnvPool environment id (envpool.list_all_envs() lists them)")
+        if num_envs < 1:
+            raise ValueError(f"{env}: num_envs must be positive, got {num_envs}")
+        self.name, self.num_envs = env, int(num_envs)
+        self.pool = envpool.make(env, env_type="gymnasium", num_envs=self.num_envs, num_threads=num_threads, **kwargs)
+        self.observation_space = _space(self.pool.observation_space, env)
+        self.action_space = _space(self.pool.action_space, env)
+        self._dtype = float_dtype()
+        self._counter = EpisodeCounter(self.num_envs, None)
+        self._seeded = False
+
+    def reset(self, seed: int) -> np.ndarray:
+        # EnvPool takes its seed when made; a different seed here starts a pool seeded with it
+        if self._seeded or seed != self.pool.config["seed"]:
+            import envpool
+
+            self.pool.close()
+            self.pool = envpool.make(
+                self.name, env_type="gymnasium", num_envs=self.num_envs, num_threads=self.pool.config["num_threads"],
+                seed=int(seed),
+            )  # fmt: skip
+        self._seeded = True
+        obs, _ = self.pool.reset()
+        self._counter.reset()
+        return np.asarray(obs, self._dtype)
+
+    def step(self, action: np.ndarray) -> HostStep:
+        action = self._check_action(action)
+        obs, reward, terminated, truncated, _ = self.pool.step(action)
+        obs, reward = np.array(obs, self._dtype), np.asarray(reward, self._dtype)
+        terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
+        final_obs, reward, terminated, bad = guard_nonfinite(obs.copy(), reward, terminated)
+        truncated &= ~terminated
+        ended = np.nonzero(terminated | truncated)[0]
+        if ended.size:
+            fresh, _ = self.pool.reset(ended.astype(np.int32))
+            obs[ended] = np.asarray(fresh, self._dtype)
+        _, metrics = self._counter.add(reward.astype(np.float64), terminated)
+        metrics["episode/return"] = metrics["episode/return"].astype(self._dtype)
+        metrics["nan_resets"] = bad.astype(np.int32)
+        self._counter.reset(ended)
+        return HostStep(obs, reward, terminated, truncated, final_obs, metrics)
+
+    def close(self) -> None:
+        if getattr(self, "pool", None) is not None:
+            self.pool.close()
+            self.pool = None
+
+
+__all__ = ["EnvPoolEnv"]

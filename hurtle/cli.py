@@ -313,15 +313,17 @@ def _shared(make: Callable[[], str]) -> str:
     if jax.process_index() == 0:
         try:
             text = "ok:" + make()
-        except FileExistsError as e:
-            text = "error:" + str(e)
+        except Exception as e:  # every process raises it, rather than wait for a path that never comes
+            text = f"error:{type(e).__name__}: {e}"
     data = np.zeros(4096, np.uint8)
     raw = text.encode()[:4096]
     data[: len(raw)] = np.frombuffer(raw, np.uint8)
     text = bytes(np.asarray(multihost_utils.broadcast_one_to_all(data))).rstrip(b"\0").decode()
     kind, _, value = text.partition(":")
     if kind == "error":
-        raise FileExistsError(value)
+        if value.startswith("FileExistsError: "):
+            raise FileExistsError(value.removeprefix("FileExistsError: "))
+        raise RuntimeError(f"process 0 could not prepare the run directory: {value}")
     return value
 
 

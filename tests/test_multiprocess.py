@@ -87,6 +87,10 @@ def test_sebulba_learner_spans_two_processes(tmp_path):
         # each update takes both processes' trajectories: 2 x 4 envs x 8 steps
         assert [m["step"] for m in history] == [64.0 * (i + 1) for i in range(4)]
         assert all(np.isfinite(m["loss/total"]) for m in history) and "eval/episode_return" in history[-1]
+    # each process's actors play their own episodes (seeds and keys unique over processes): the training
+    # returns each process logs from its own trajectories differ
+    returns = [[m["train/episode_return"] for m in r["history"]] for r in results]
+    assert returns[0] != returns[1]
     # the learner's update is one program over both processes: the replicated losses agree
     np.testing.assert_allclose([m["loss/total"] for m in results[0]["history"]],
                                [m["loss/total"] for m in results[1]["history"]], rtol=1e-6)  # fmt: skip

@@ -228,9 +228,9 @@ def train(
         state = learner.prepare(state)
     history: list[dict[str, float]] = []
     step = int(podracer.host_value(state.step))
-    if learner.start is not None:
-        learner.start(state)
     try:
+        if learner.start is not None:
+            learner.start(state)
         while step < config.num_timesteps or iteration == 0:
             state, metrics = learner.iteration(state)
             iteration += 1

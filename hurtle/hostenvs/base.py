@@ -50,6 +50,8 @@ class HostEnv(abc.ABC):
     observation_space: Box
     action_space: Box | Discrete
     name: str
+    episode_limit: int | None = None
+    """The time limit in steps of an episode (truncated there), None where the environment has none known."""
 
     @abc.abstractmethod
     def reset(self, seed: int) -> np.ndarray:

@@ -31,9 +31,15 @@ class EnvPoolEnv(HostEnv):
         if num_envs < 1:
             raise ValueError(f"{env}: num_envs must be positive, got {num_envs}")
         self.name, self.num_envs = env, int(num_envs)
-        self.pool = envpool.make(env, env_type="gymnasium", num_envs=self.num_envs, num_threads=num_threads, **kwargs)
-        self.observation_space = _space(self.pool.observation_space, env)
-        self.action_space = _space(self.pool.action_space, env)
+        self._options = dict(kwargs, env_type="gymnasium", num_envs=self.num_envs, num_threads=num_threads)
+        self.pool = envpool.make(env, **self._options)
+        try:
+            self.observation_space = _space(self.pool.observation_space, env)
+            self.action_space = _space(self.pool.action_space, env)
+        except BaseException:
+            self.close()
+            raise
+        self.episode_limit = self.pool.config.get("max_episode_steps")
         self._dtype = float_dtype()
         self._counter = EpisodeCounter(self.num_envs, None)
         self._seeded = False
@@ -44,10 +50,7 @@ class EnvPoolEnv(HostEnv):
             import envpool
 
             self.pool.close()
-            self.pool = envpool.make(
-                self.name, env_type="gymnasium", num_envs=self.num_envs, num_threads=self.pool.config["num_threads"],
-                seed=int(seed),
-            )  # fmt: skip
+            self.pool = envpool.make(self.name, **{**self._options, "seed": int(seed)})
         self._seeded = True
         obs, _ = self.pool.reset()
         self._counter.reset()

@@ -32,8 +32,8 @@ def _space(space: Any, name: str) -> Box | Discrete:
 class GymnasiumEnv(HostEnv):
     """`num_envs` copies of a Gymnasium environment.
 
-    env: a registered id (made with `kwargs`, e.g. `max_episode_steps`) or a constructor returning a
-      `gymnasium.Env` (called once per copy).
+    env: a registered id (made with `kwargs`, e.g. `max_episode_steps`, which replaces the id's time limit)
+      or a constructor returning a `gymnasium.Env` (called once per copy).
     vectorization: "sync" (one thread, in turn) or "async" (a subprocess each).
     """
 
@@ -48,19 +48,23 @@ class GymnasiumEnv(HostEnv):
         same_step = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
         if isinstance(env, str):
             try:
-                gym.spec(env)
+                spec = gym.spec(env)
             except gym.error.Error as e:
                 raise ValueError(f"{env}: not a Gymnasium environment id ({e})") from None
+            self.episode_limit = kwargs.get("max_episode_steps", spec.max_episode_steps)
             self.venv = gym.make_vec(env, num_envs, vectorization_mode=vectorization, vector_kwargs=same_step, **kwargs)
         else:
             kind = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
             self.venv = kind([env] * num_envs, **same_step)
         self.num_envs = int(num_envs)
-        self.observation_space = _space(self.venv.single_observation_space, self.name)
-        self.action_space = _space(self.venv.single_action_space, self.name)
-        if not isinstance(self.observation_space, Box):
+        try:
+            self.observation_space = _space(self.venv.single_observation_space, self.name)
+            self.action_space = _space(self.venv.single_action_space, self.name)
+            if not isinstance(self.observation_space, Box):
+                raise NotImplementedError(f"{self.name}: observations must be a Box")
+        except BaseException:
             self.close()
-            raise NotImplementedError(f"{self.name}: observations must be a Box")
+            raise
         self._counter = EpisodeCounter(self.num_envs, None)
         self._dtype = self.observation_space.dtype
 

@@ -94,6 +94,7 @@ class MujocoEnv(HostEnv):
         self.observation_space, self.action_space = task.observation_space, task.action_space
         self.dtype = task.dtype
         self._counter = EpisodeCounter(self.num_envs, episode_length)
+        self.episode_limit = episode_length
         self._cpu = jax.local_devices(backend="cpu")[0]
         with jax.default_device(self._cpu):
             self._build(task, nthread)
@@ -192,7 +193,8 @@ class MujocoEnv(HostEnv):
         return self._restart(np.arange(self.num_envs))
 
     def close(self) -> None:
-        self.batch = None  # the batch's threads and simulations go with it
+        # the bound arrays are views whose base is the batch: drop them too, so its threads and simulations go
+        self.batch, self._state_fields, self._bound, self._scratch = None, {}, {}, None
 
     def step(self, action: np.ndarray) -> HostStep:
         if self._keys is None or self.batch is None:

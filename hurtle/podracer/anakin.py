@@ -116,12 +116,13 @@ def device_put_process_batch(tree: Any, mesh: Mesh, axis: int = 0) -> Any:
 
 
 def local_copy(tree: Any, device: jax.Device) -> Any:
-    """A copy of replicated arrays (global ones included) on one of this process's devices."""
+    """A copy of replicated arrays (global ones included) on one of this process's devices: a copy even on
+    the device the arrays live on, so that donating the originals (a learner's update) leaves it intact."""
 
     def copy(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
             x = x.addressable_data(0)
-        return jax.device_put(x, device)
+        return jax.device_put(x, device, may_alias=False)
 
     return jax.tree.map(copy, tree)
 

@@ -33,6 +33,7 @@ import queue
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,6 +49,10 @@ MODES = ("serial", "parallel", "alternating")
 
 class ActorError(RuntimeError):
     """An actor thread failed; the message holds its traceback."""
+
+
+class _Stopped(Exception):
+    """Raised inside an actor's rollout when the run stops."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,9 +162,8 @@ class Sebulba:
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, queue_size) * len(self.devices))
         self._stop = threading.Event()
         self._errors: list[tuple[int, str]] = []
+        self._raised = 0  # errors already raised by collect
         self._threads: list[threading.Thread] = []
-        self._timings = Timings()
-        self._timing_lock = threading.Lock()
         self._serial: dict[str, Any] | None = None
         self._round = 0
 
@@ -192,14 +196,8 @@ class Sebulba:
         start = time.perf_counter()
         if self.mode == "serial":
             timings = Timings()
-            items = [
-                (
-                    0,
-                    self._store.version,
-                    self._rollout(self._serial, self._store.get(self.devices[0], 0, self._stop)[0], timings),
-                )
-            ]
-            self._timings.add(timings)
+            policy = self._store.get(self.devices[0], 0, self._stop)[0]
+            items = [(0, self._store.version, self._rollout(self._serial, policy, timings), timings)]
         else:
             items = []
             while len(items) < self.num_threads:
@@ -211,9 +209,10 @@ class Sebulba:
             if not self.asynchronous:
                 items.sort(key=lambda item: item[0])
         wait = time.perf_counter() - start
-        with self._timing_lock:
-            timings, self._timings = self._timings, Timings()
-        lags = [self._store.version - version for _, version, _ in items]
+        timings = Timings()
+        for item in items:
+            timings.add(item[3])
+        lags = [self._store.version - item[1] for item in items]
         stats = {
             "sebulba/env_s": timings.env,
             "sebulba/inference_s": timings.inference,
@@ -226,32 +225,48 @@ class Sebulba:
             "sebulba/policy_lag": float(np.mean(lags)),
             "sebulba/policy_lag_max": float(np.max(lags)),
         }
-        return Trajectory.concatenate([t for _, _, t in items]), stats
+        return Trajectory.concatenate([item[2] for item in items]), stats
 
     def close(self, timeout: float = 10.0) -> None:
-        """Stop and join every actor thread and close their environments (idempotent)."""
+        """Stop and join every actor thread and close their environments (idempotent). It never raises (it
+        runs while another error may be on its way out): a thread still running after `timeout` (a daemon,
+        which dies with the process) and an actor error the learner never collected are reported as warnings."""
         self._stop.set()
+        deadline = time.perf_counter() + timeout
         for thread in self._threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.perf_counter()))
         alive = [t.name for t in self._threads if t.is_alive()]
         self._threads = []
         if self._serial is not None:
             self._serial["env"].close()
             self._serial = None
         if alive:
-            raise RuntimeError(f"Sebulba.close: actor threads still running after {timeout} s: {', '.join(alive)}")
+            warnings.warn(
+                f"Sebulba.close: actor threads still running after {timeout} s: {', '.join(alive)}", stacklevel=2
+            )
+        for index, text in self._errors[self._raised :]:
+            warnings.warn(f"actor thread {index} failed after the learner's last collect:\n{text}", stacklevel=2)
+        self._raised = len(self._errors)
 
     def _raise_if_failed(self) -> None:
         if self._errors:
             index, text = self._errors[0]
+            self._raised = len(self._errors)
             raise ActorError(f"actor thread {index} failed:\n{text}")
 
     # -- an actor --
 
     def _new_actor(self, index: int) -> dict[str, Any]:
+        # a global index over every process's threads: no two actors anywhere share seeds or keys. Gymnasium
+        # and EnvPool seed environment j of a batch with seed + j, so batches' seeds are num_envs apart
+        unique = jax.process_index() * self.num_threads + index
         env = self._make_env(index)
-        obs = env.reset(seed=self.seed * 1_000_003 + index)
-        key = jax.random.fold_in(jax.random.key(self.seed), index)
+        try:
+            obs = env.reset(seed=(self.seed * 1_000_003 + unique) * env.num_envs)
+        except BaseException:
+            env.close()
+            raise
+        key = jax.random.fold_in(jax.random.key(self.seed), unique)
         return {"env": env, "obs": obs, "key": jax.device_put(key, self.devices[index]), "index": index}
 
     def _rollout(self, actor: dict[str, Any], policy: Any, timings: Timings) -> Trajectory:
@@ -261,6 +276,8 @@ class Sebulba:
         rec: dict[str, list] = {k: [] for k in ("obs", "raw", "logp", "reward", "term", "trunc", "next")}
         ret, episodes, nans = np.zeros(n), np.zeros(n), np.zeros(n)
         for _ in range(T):
+            if self._stop.is_set() and self.mode != "serial":
+                raise _Stopped
             t0 = time.perf_counter()
             if lock is not None:
                 lock.acquire()
@@ -302,18 +319,19 @@ class Sebulba:
                     timings.actor_policy_wait = time.perf_counter() - t0
                     trajectory = self._rollout(actor, policy, timings)
                     t0 = time.perf_counter()
+                    item = [index, acting, trajectory, timings]  # the queue wait is filled in as it is put
                     while not self._stop.is_set():
+                        timings.actor_queue_wait = time.perf_counter() - t0
                         try:
-                            self._queue.put((index, acting, trajectory), timeout=POLL_S)
+                            self._queue.put(item, timeout=POLL_S)
                             break
                         except queue.Full:
                             continue
-                    timings.actor_queue_wait = time.perf_counter() - t0
-                    with self._timing_lock:
-                        self._timings.add(timings)
                     version = acting + 1 if not self.asynchronous else 0
             finally:
                 actor["env"].close()
+        except _Stopped:
+            return
         except BaseException:  # noqa: BLE001 (any failure stops the run; the learner raises it)
             self._errors.append((index, traceback.format_exc()))
             self._stop.set()

@@ -85,6 +85,16 @@ def test_asynchronous_actors_log_their_policy_lag():
     assert not _actor_threads()
 
 
+def test_asynchronous_actors_on_the_learners_device():
+    """One device for both (a one-device machine's default): the actors' policy is a copy, which the learner's
+    donated update leaves intact."""
+    config = _config(IMPALA, asynchronous=True, actor_threads=2, actor_devices=(0,), learner_devices=(0,),
+                     num_timesteps=8 * 2 * 8 * 16)  # fmt: skip
+    _, history = runner.train(IMPALA, config)
+    assert len(history) == 8 and all(np.isfinite(m["loss/total"]) for m in history)
+    assert not _actor_threads()
+
+
 @pytest.mark.parametrize("mode", ["serial", "alternating"])
 def test_modes_train(mode):
     config = _config(IMPALA, mode=mode)

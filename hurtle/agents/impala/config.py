@@ -12,7 +12,9 @@ from hurtle.agents.config import RunConfig, check_positive, check_unit, check_wi
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
     """Sebulba: host environments on actor threads, the learner on its own devices (beside `RunConfig`'s
-    fields). `env` is a registered task (`env_backend="mujoco"`) or a Gymnasium id (`"gymnasium"`)."""
+    fields). `env` is a registered task (`env_backend="mujoco"`), a Gymnasium id (`"gymnasium"`) or an
+    EnvPool id (`"envpool"`). A Gymnasium or EnvPool environment keeps its own time limit (`episode_length`
+    applies only to a Gymnasium id without one)."""
 
     env_backend: Literal["mujoco", "gymnasium", "envpool"] = "mujoco"
     """Where the environments run: hurtle's physics task on MuJoCo C, a Gymnasium environment by id, or an

@@ -18,14 +18,44 @@ _CARTPOLE = dict(
     checkpoint_every=10,
 )
 
+
+def _locomotion(**changes: Any) -> dict[str, Any]:
+    """hurtle's MuJoCo tasks on MuJoCo C on a 2-core CPU: two actor threads of 16 environments (one MuJoCo C
+    thread each), 64-step trajectories (batches of 2,048 transitions)."""
+    return dict(
+        dict(
+            num_envs=16,
+            actor_threads=2,
+            env_threads=1,
+            unroll_length=64,
+            num_timesteps=5_000_000,
+            learning_rate=3e-4,
+            discount=0.99,
+            reward_scaling=0.1,
+            max_grad_norm=0.5,
+            entropy_cost=1e-3,
+            num_minibatches=8,
+            num_epochs=4,
+            eval_every=10,
+            num_eval_envs=10,
+            checkpoint_every=20,
+        ),
+        **changes,
+    )
+
+
 IMPALA: dict[str, dict[str, Any]] = {
     # 2-core CPU, 2 fake devices (actor and learner apart): eval 475 from ~100-200k env steps. Returns of
     # ~100 make the value loss's gradient swamp a norm clip of 1: rewards scaled by 0.1, clip at 10
     "CartPole-v1": dict(_CARTPOLE, reward_scaling=0.1, max_grad_norm=10.0),
+    "hopper": _locomotion(),
+    "halfcheetah": _locomotion(),
 }
 
 PPO: dict[str, dict[str, Any]] = {
     "CartPole-v1": dict(_CARTPOLE),
+    "hopper": _locomotion(),
+    "halfcheetah": _locomotion(),
 }
 
 __all__ = ["IMPALA", "PPO"]

@@ -65,7 +65,15 @@ class Batch:
 def make_host_env(config: Config, num_envs: int, nthread: int = 0) -> HostEnv:
     """`num_envs` host environments of `config` (its backend, its time limit for hurtle's tasks)."""
     if config.env_backend == "gymnasium":
-        return GymnasiumEnv(config.env, num_envs, config.vectorization)
+        import gymnasium as gym
+
+        try:
+            has_limit = gym.spec(config.env).max_episode_steps is not None
+        except gym.error.Error:
+            has_limit = True  # GymnasiumEnv names the unknown id
+        # the id's own time limit; episode_length where it has none
+        limit = {} if has_limit else {"max_episode_steps": config.episode_length}
+        return GymnasiumEnv(config.env, num_envs, config.vectorization, **limit)
     if config.env_backend == "envpool":
         from hurtle.hostenvs.envpool import EnvPoolEnv
 
@@ -131,7 +139,8 @@ def make_actor(config: Config) -> runner.Actor:
 
 def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None) -> Callable:
     """`evaluate(policy, key)`: one episode on each of `num_episodes` host environments of the run's backend
-    with the deterministic `act` (at most `config.episode_length` steps); per-episode returns and lengths."""
+    with the deterministic `act` (to the environment's time limit, or `config.episode_length` steps where it
+    has none); per-episode returns and lengths."""
     n = num_episodes or config.num_eval_envs
     cpu = jax.local_devices(backend="cpu")[0]
     jitted = jax.jit(act)
@@ -142,7 +151,7 @@ def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None
         with make_host_env(config, n) as env:
             obs = env.reset(seed)
             ret, length, alive = np.zeros(n), np.zeros(n), np.ones(n, bool)
-            for _ in range(config.episode_length):
+            for _ in range(env.episode_limit or config.episode_length):
                 step = env.step(np.asarray(jitted(policy, jax.device_put(obs, cpu))))
                 ret += np.where(alive, step.reward, 0)
                 length += alive

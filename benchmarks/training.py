@@ -46,6 +46,7 @@ def run(
     max_seconds: float | None = None,
     changes: dict | None = None,
     arch: str | None = None,
+    stop: bool = False,
 ) -> dict:
     from hurtle.agents import runner
 
@@ -62,6 +63,8 @@ def run(
         marks.append((step, now))
         history.append(metrics)
         if max_seconds is not None and now > max_seconds:
+            raise _Budget
+        if stop and metrics.get("eval/episode_return", float("-inf")) >= threshold:
             raise _Budget
 
     try:
@@ -220,6 +223,7 @@ def main(argv=None) -> None:
     p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
     p.add_argument("--peer", choices=["sbx"], default=None, help="also train this peer on the Gymnasium twin (SAC)")
     p.add_argument("--peer-eval-every", type=int, default=10_000)
+    p.add_argument("--stop", action="store_true", help="stop each run at its first evaluation past the threshold")
     p.add_argument("--set", nargs="*", default=[], help="FIELD=VALUE changes to every run's preset (Python literals)")
     p.add_argument("--split", action="store_true", help="SAC: time per iteration, part by part (no training)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
@@ -236,7 +240,7 @@ def main(argv=None) -> None:
     for spec in args.env:
         env, threshold, algo, arch = (spec.split(":") + ["ppo", "anakin"][len(spec.split(":")) - 2 :])[:4]
         for seed in args.seeds:
-            r = run(env, float(threshold), seed, algo, args.max_seconds, changes, arch)
+            r = run(env, float(threshold), seed, algo, args.max_seconds, changes, arch, args.stop)
             print(env, algo, arch, seed, r, flush=True)
             rows.append((env, f"hurtle {algo}" + (f" ({arch})" if arch != "anakin" else ""), float(threshold), seed, r))
             if args.peer == "sbx" and algo == "sac":
@@ -248,6 +252,7 @@ def main(argv=None) -> None:
         return "—" if v is None or v != v else format(v, f)
 
     budget = f" Each run stopped after {args.max_seconds:,.0f} s at most." if args.max_seconds else ""
+    budget += " Runs stopped at the threshold." if args.stop else ""
     budget += f" hurtle's presets changed: {', '.join(args.set)}." if args.set else ""
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: training, presets, float32",

@@ -156,7 +156,13 @@ class Sebulba:
         self.devices = [d for d in devices for _ in range(per_device)]  # thread index -> its device
         self.mode, self.asynchronous, self.seed = mode, asynchronous, seed
         self.unroll_length = int(unroll_length)
-        self._make_env, self._act = make_env, jax.jit(act)
+        self._make_env = make_env
+
+        def act_and_split(policy, obs, key):  # one dispatch per step: the next key comes out with the action
+            key, sub = jax.random.split(key)
+            return key, act(policy, obs, sub)
+
+        self._act = jax.jit(act_and_split)
         self._locks = {d: threading.Lock() for d in devices} if mode == "alternating" else {}
         self._store = _Store()
         self._queue: queue.Queue = queue.Queue(maxsize=max(1, queue_size) * len(self.devices))
@@ -282,8 +288,8 @@ class Sebulba:
             if lock is not None:
                 lock.acquire()
             try:
-                actor["key"], key = jax.random.split(actor["key"])
-                raw, action, logp = jax.device_get(self._act(policy, jax.device_put(obs, device), key))
+                actor["key"], out = self._act(policy, jax.device_put(obs, device), actor["key"])
+                raw, action, logp = jax.device_get(out)
             finally:
                 if lock is not None:
                     lock.release()

@@ -232,17 +232,22 @@ def test_sigint_stops_a_run_with_async_workers_and_leaves_no_process(tmp_path):
            "async", "--num-envs", "3", "--unroll-length", "8", "--num-timesteps", "1000000000", "--eval-every", "0",
            "--run-dir", str(tmp_path / "run")]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    lines, errors = [], []
+    for stream, sink in ((proc.stdout, lines), (proc.stderr, errors)):
+        threading.Thread(target=lambda stream=stream, sink=sink: sink.extend(stream), daemon=True).start()
     try:
-        deadline = time.time() + 120
-        children = []
-        while time.time() < deadline and len(children) < 3:
-            out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
-            children = [int(p) for p in out.split()]
+        # interrupt once training runs (the first iteration's progress line: compiled, workers up)
+        deadline = time.time() + 300
+        while time.time() < deadline and not any(line.startswith("step ") for line in lines) and proc.poll() is None:
             time.sleep(0.2)
-        assert len(children) >= 3, "the workers never started"
-        time.sleep(2.0)  # training
+        assert any(line.startswith("step ") for line in lines), "training never started"
+        out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout
+        children = [int(p) for p in out.split()]
+        assert len(children) >= 3, "the workers are not running"
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        proc.wait(timeout=60)
+        time.sleep(0.5)  # the readers reach the end of the pipes
+        err = "".join(errors)
     finally:
         if proc.poll() is None:
             proc.kill()

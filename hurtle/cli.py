@@ -25,7 +25,9 @@ import dataclasses
 import io
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -271,12 +273,26 @@ def train(argv: list[str]) -> None:
         progress = Progress(config.num_timesteps, start_step=resume_step or 0)
         last: dict[str, float] = {}
 
+        interrupted = threading.Event()
+
         def progress_fn(step: int, metrics: dict[str, float]) -> None:
             if log is not None:
                 log.log(step, metrics)
             last.update(metrics)
             progress.update(step, metrics)
+            if interrupted.is_set():
+                raise KeyboardInterrupt  # here, between iterations: no thread is inside JAX's calls
 
+        def on_sigint(signum, frame):
+            # the first Ctrl-C stops the run after the current iteration (an interrupt raised anywhere could
+            # leave JAX's or an actor thread's locks held); a second one stops it at once
+            if interrupted.is_set() or threading.current_thread() is not threading.main_thread():
+                raise KeyboardInterrupt
+            interrupted.set()
+            print("hurtle train: stopping after this iteration (Ctrl-C again to stop at once)", file=sys.stderr)
+
+        main_thread = threading.current_thread() is threading.main_thread()  # signals go to the main thread only
+        previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
         try:
             with progress:
                 runner.train(algo, config, progress_fn, mesh, ckpt, args.resume, learner)
@@ -287,6 +303,9 @@ def train(argv: list[str]) -> None:
                 f"hurtle train: interrupted; continue with: "
                 f"hurtle train {config.env} --arch {arch} --algo {name} --run-dir {run_dir} --resume"
             )
+        finally:
+            if main_thread:
+                signal.signal(signal.SIGINT, previous)
         if log is not None:
             log.close()
     ret = last.get("eval/episode_return")

@@ -128,21 +128,22 @@ class _Failing(gym.Env):
 
 
 @pytest.fixture
-def failing_envs():
-    gym.register("HurtleFailing-v0", entry_point=lambda **kw: _Failing(**kw))
-    yield
-    gym.registry.pop("HurtleFailing-v0")
-
-
-def test_an_environment_error_in_an_actor_stops_the_run_with_its_traceback(failing_envs, monkeypatch):
+def failing_envs(monkeypatch):
+    """Every Sebulba host env of the test is HurtleFailing-v0 (its kwargs set by the test)."""
     from hurtle.agents.impala import train as impala_train
 
+    gym.register("HurtleFailing-v0", entry_point=lambda **kw: _Failing(**kw))
     real = impala_train.make_host_env
     monkeypatch.setattr(
         impala_train,
         "make_host_env",
         lambda config, n, nthread=0: real(dataclasses.replace(config, env="HurtleFailing-v0"), n, nthread),
     )
+    yield
+    gym.registry.pop("HurtleFailing-v0")
+
+
+def test_an_environment_error_in_an_actor_stops_the_run_with_its_traceback(failing_envs):
     # fail_at is passed through gym.make's kwargs: build the env class with it
     gym.registry["HurtleFailing-v0"].kwargs = {"fail_at": 40}
     config = _config(IMPALA, actor_threads=2, num_timesteps=10**9)
@@ -153,15 +154,7 @@ def test_an_environment_error_in_an_actor_stops_the_run_with_its_traceback(faili
     assert not _actor_threads()
 
 
-def test_nonfinite_observations_are_counted_and_training_goes_on(failing_envs, monkeypatch):
-    from hurtle.agents.impala import train as impala_train
-
-    real = impala_train.make_host_env
-    monkeypatch.setattr(
-        impala_train,
-        "make_host_env",
-        lambda config, n, nthread=0: real(dataclasses.replace(config, env="HurtleFailing-v0"), n, nthread),
-    )
+def test_nonfinite_observations_are_counted_and_training_goes_on(failing_envs):
     gym.registry["HurtleFailing-v0"].kwargs = {"nan_every": 7}
     _, history = runner.train(IMPALA, _config(IMPALA))
     assert sum(m["train/nan_resets"] for m in history) > 0

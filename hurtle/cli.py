@@ -4,6 +4,9 @@
     hurtle train ENV --arch sebulba [--algo {impala,ppo}] [--env-backend {mujoco,gymnasium}]
                      [--actor-devices I ...] [--learner-devices I ...] [any Config field]
     hurtle eval RUN_DIR [--episodes N] [--step N]
+    hurtle view RUN_DIR [--step N] [--episodes K] [--seed S] [-o FILE.html]
+    hurtle view --model FILE.xml [--duration S] [--controls {random,zero}] [--engine {hurtle,mujoco}]
+    hurtle video RUN_DIR|--model FILE.xml [-o FILE.mp4|FILE.gif] [--width W --height H --fps F --camera NAME]
     hurtle envs
     hurtle demo [--batch N] [--steps N] [--model FILE]
     hurtle bench [...]                 (benchmarks/physics.py)
@@ -32,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import numpy as np
 import tyro
 
 from hurtle.agents.runner import ALGORITHMS, ARCHITECTURES, algorithm, algorithm_names
@@ -39,6 +43,8 @@ from hurtle.agents.runner import ALGORITHMS, ARCHITECTURES, algorithm, algorithm
 COMMANDS = {
     "train": "train an agent on an environment into a run directory (checkpoints, metrics, TensorBoard, plot)",
     "eval": "evaluate the policy saved in a run directory's checkpoint",
+    "view": "write a run's policy (or a model) as one HTML page that plays offline in a browser",
+    "video": "render a run's policy (or a model) to .mp4 or .gif with MuJoCo's renderer, headless",
     "envs": "list the registered environments",
     "demo": "step a batch of physics worlds and check world 0 against MuJoCo C",
     "bench": "physics benchmark against MJX and MuJoCo C (benchmarks/physics.py)",
@@ -63,6 +69,8 @@ def train_args(config_cls: type, arch: str = "anakin") -> type:
         "unless --resume.",
         "resume": "Continue the run in --run-dir from its last checkpoint (from the start if it has none yet), "
         "with its config.json.",
+        "rollout": "At the end, write rollout.html into the run directory: an episode of the final policy in "
+        "hurtle's HTML viewer (physics tasks; hurtle view makes more).",
     }
     arg = lambda name: tyro.conf.arg(help=helps[name])  # noqa: E731
     return dataclasses.make_dataclass(
@@ -73,6 +81,7 @@ def train_args(config_cls: type, arch: str = "anakin") -> type:
             ("arch", Annotated[Literal[ARCHITECTURES], arg("arch")], dataclasses.field(default="anakin")),
             ("run_dir", Annotated[str | None, arg("run_dir")], dataclasses.field(default=None)),
             ("resume", Annotated[bool, arg("resume")], dataclasses.field(default=False)),
+            ("rollout", Annotated[bool, arg("rollout")], dataclasses.field(default=True)),
         ],
         frozen=True,
     )
@@ -88,6 +97,42 @@ class EvalArgs:
     """The checkpoint to evaluate, by its env-step count (default: the newest)."""
     seed: int = 0
     """The seed of the episodes' random starts."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewArgs:
+    run_dir: tyro.conf.Positional[str | None] = None
+    """The run directory written by `hurtle train` (or give --model)."""
+    model: str | None = None
+    """An MJCF file to show instead of a run: the model from its initial state under random (or zero) controls."""
+    output: Annotated[str | None, tyro.conf.arg(aliases=("-o",))] = None
+    """The file to write (default: RUN_DIR/rollout.html, or the model's name with .html)."""
+    step: int | None = None
+    """The checkpoint to show, by its env-step count (default: the newest)."""
+    episodes: int = 1
+    """Episodes of the policy, each from its own random start (the page shows them one at a time or side by side)."""
+    seed: int = 0
+    """The seed of the episodes' starts (and of --model's random controls)."""
+    duration: float = 5.0
+    """--model: seconds of simulated time."""
+    controls: Literal["random", "zero"] = "random"
+    """--model: random controls (smoothed, within the actuators' ranges) or none (the model at rest)."""
+    engine: Literal["hurtle", "mujoco"] = "hurtle"
+    """--model: the physics that moves it: hurtle's, or MuJoCo C's (for models hurtle does not support yet)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoArgs(ViewArgs):
+    output: Annotated[str | None, tyro.conf.arg(aliases=("-o",))] = None
+    """The video to write, .mp4 or .gif (default: RUN_DIR/rollout.mp4, or the model's name with .mp4)."""
+    width: int = 640
+    """Frame width in pixels."""
+    height: int = 480
+    """Frame height in pixels."""
+    fps: float = 30.0
+    """Frames per second; frames are taken so the video plays in real time."""
+    camera: str | None = None
+    """A camera of the model, by name (default: one that follows the first body under the world)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,6 +353,7 @@ def train(argv: list[str]) -> None:
                 signal.signal(signal.SIGINT, previous)
         if log is not None:
             log.close()
+    page = _write_rollout_page(run_dir, config) if args.rollout and leader else None
     ret = last.get("eval/episode_return")
     summary = f"final eval return {ret:.2f}; " if ret is not None else ""
     print(f"hurtle train: done; {summary}run directory {run_dir}")
@@ -315,6 +361,25 @@ def train(argv: list[str]) -> None:
     if os.path.exists(os.path.join(run_dir, "learning_curve.png")):
         print(f"  plot:        {os.path.join(run_dir, 'learning_curve.png')}")
     print(f"  checkpoints: {checkpoints} (hurtle eval {run_dir})")
+    if page:
+        print(f"  rollout:     {page} (open it in a browser; hurtle view {run_dir} --episodes K for more)")
+
+
+def _write_rollout_page(run_dir: str, config: Any) -> str | None:
+    """rollout.html of the run's final policy (one episode) for a physics task; None for a task without a model.
+    A failure here is reported and does not fail the finished run."""
+    from hurtle.agents import runner
+
+    try:
+        runner.physics_task(config)
+    except ValueError:
+        return None
+    try:
+        view([run_dir, "--episodes", "1", "-o", os.path.join(run_dir, "rollout.html")], quiet=True)
+    except Exception as e:  # the run itself is done and saved: report, do not fail it
+        print(f"hurtle train: could not write rollout.html: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+    return os.path.join(run_dir, "rollout.html")
 
 
 def _shared(make: Callable[[], str]) -> str:
@@ -325,7 +390,6 @@ def _shared(make: Callable[[], str]) -> str:
 
     if jax.process_count() == 1:
         return make()
-    import numpy as np
     from jax.experimental import multihost_utils
 
     text = ""
@@ -420,42 +484,173 @@ def _hms(seconds: float) -> str:
 # -- eval, envs, demo --
 
 
+def _load_run(run_dir: str, step: int | None) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+    """A run directory's algorithm, config, actor, and the policy item of checkpoint `step` (the newest by
+    default) with its metadata; one-line errors for what is missing."""
+    from hurtle.agents import runner
+    from hurtle.io import Checkpointer
+
+    try:
+        name, arch, config = _saved_config(run_dir)
+    except FileNotFoundError as e:
+        raise UsageError(str(e)) from None
+    directory = os.path.join(run_dir, "checkpoints")
+    if not os.path.isdir(directory):
+        raise UsageError(f"{run_dir} has no checkpoints yet (train with --checkpoint-every N, or to the end)")
+    with Checkpointer(directory) as ckpt:
+        steps = ckpt.all_steps()
+        if not steps:
+            raise UsageError(f"{directory} holds no complete checkpoint")
+        if step is not None and step not in steps:
+            raise UsageError(f"no checkpoint at step {step} in {directory}; there are {steps}")
+        algo = algorithm(name, arch)
+        actor, policy, meta = runner.load_policy(algo, config, ckpt, step)
+    return algo, config, actor, policy, meta
+
+
 def evaluate(argv: list[str]) -> None:
     """`hurtle eval RUN_DIR`: the deterministic policy of a checkpoint on fresh episodes."""
     import jax
-    import numpy as np
 
-    from hurtle.agents import runner
-    from hurtle.io import Checkpointer
     from hurtle.io.cache import enable_compile_cache
 
     args = _parse(EvalArgs, argv, "hurtle eval")
     enable_compile_cache()
     if args.episodes <= 0:
         raise UsageError(f"--episodes must be positive, got {args.episodes}")
-    try:
-        name, arch, config = _saved_config(args.run_dir)
-    except FileNotFoundError as e:
-        raise UsageError(str(e)) from None
-    directory = os.path.join(args.run_dir, "checkpoints")
-    if not os.path.isdir(directory):
-        raise UsageError(f"{args.run_dir} has no checkpoints yet (train with --checkpoint-every N, or to the end)")
-    with Checkpointer(directory) as ckpt:
-        steps = ckpt.all_steps()
-        if not steps:
-            raise UsageError(f"{directory} holds no complete checkpoint")
-        if args.step is not None and args.step not in steps:
-            raise UsageError(f"no checkpoint at step {args.step} in {directory}; there are {steps}")
-        algo = algorithm(name, arch)
-        actor, policy, meta = runner.load_policy(algo, config, ckpt, args.step)
+    algo, config, actor, policy, meta = _load_run(args.run_dir, args.step)
     run = algo.evaluator(config, actor.act, num_episodes=args.episodes)
     out = jax.device_get(run(policy, jax.random.key(args.seed)))
     ret, length = np.asarray(out["episode_return"], np.float64), np.asarray(out["episode_length"])
     print(
-        f"hurtle eval: {config.env} ({name}), checkpoint at {meta['step']:,} env steps, {args.episodes} episodes: "
+        f"hurtle eval: {config.env} ({algo.name}), checkpoint at {meta['step']:,} env steps, {args.episodes} episodes: "
         f"return {ret.mean():.2f} ± {ret.std():.2f} (min {ret.min():.2f}, max {ret.max():.2f}), "
         f"length {length.mean():.1f}"
     )
+
+
+def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, float, str, str]:
+    """What `hurtle view` and `hurtle video` show: `(model, qpos [episodes, frames, nq], frames each episode
+    really has [episodes], dt, output path, description)`, from a run's policy or from `--model` under
+    controls."""
+    import jax
+
+    from hurtle.agents import runner
+    from hurtle.io.cache import enable_compile_cache
+
+    if (args.run_dir is None) == (args.model is None):
+        raise UsageError("give a run directory or --model FILE.xml (one of them)")
+    if args.episodes <= 0:
+        raise UsageError(f"--episodes must be positive, got {args.episodes}")
+    enable_compile_cache()
+    if args.model is not None:
+        if not args.duration > 0:
+            raise UsageError(f"--duration must be positive, got {args.duration}")
+        try:
+            qpos, dt = _model_motion(args)
+        except (FileNotFoundError, ValueError, NotImplementedError) as e:
+            raise UsageError(str(e)) from None
+        stem = os.path.splitext(os.path.basename(args.model))[0]
+        what = f"{os.path.basename(args.model)} under {args.controls} controls ({args.engine}), {args.duration:g} s"
+        return args.model, qpos, np.array([qpos.shape[1]]), dt, args.output or f"{stem}{suffix}", what
+    algo, config, actor, policy, meta = _load_run(args.run_dir, args.step)
+    try:
+        runner.physics_task(config)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    out = runner.rollout(config, actor.act, policy, jax.random.key(args.seed), args.episodes)
+    returns = ", ".join(f"{r:.1f}" for r in out.episode_return)
+    what = f"{config.env} ({algo.name}), checkpoint at {meta['step']:,} env steps, return {returns}"
+    path = args.output or os.path.join(args.run_dir, f"rollout{suffix}")
+    return out.task, out.qpos, out.episode_length + 1, out.dt, path, what
+
+
+def _model_motion(args: ViewArgs) -> tuple[np.ndarray, float]:
+    """`--model`: the model's qpos over `args.duration` seconds from its initial state under smoothed random
+    controls (or none), by hurtle's physics or MuJoCo C's; frames about 1/60 s apart."""
+    import jax
+    import jax.numpy as jnp
+    import mujoco
+
+    import hurtle.physics as hp
+
+    m = mujoco.MjModel.from_xml_path(args.model) if os.path.exists(args.model) else None
+    if m is None:
+        raise FileNotFoundError(f"{args.model}: no such model file")
+    substeps = max(1, round((1 / 60) / m.opt.timestep))
+    nframe = max(1, round(args.duration / (substeps * m.opt.timestep)))
+    limited = m.actuator_ctrllimited.astype(bool)
+    lo = np.where(limited, m.actuator_ctrlrange[:, 0], -1.0)
+    hi = np.where(limited, m.actuator_ctrlrange[:, 1], 1.0)
+    steps = nframe * substeps
+    ctrl = np.zeros((steps, m.nu))
+    if args.controls == "random" and m.nu:
+        # controls that wander smoothly: a new random target every 0.5 s, approached exponentially
+        hold = max(1, round(0.5 / m.opt.timestep))
+        targets = np.random.default_rng(args.seed).uniform(lo, hi, (steps // hold + 1, m.nu))
+        c = np.clip(np.zeros(m.nu), lo, hi)
+        for t in range(steps):
+            c = c + 0.02 * (targets[t // hold] - c)
+            ctrl[t] = c
+    if args.engine == "mujoco":
+        d = mujoco.MjData(m)
+        qpos = np.empty((nframe + 1, m.nq))
+        qpos[0] = d.qpos
+        for f in range(nframe):
+            for k in range(substeps):
+                d.ctrl[:] = ctrl[f * substeps + k]
+                mujoco.mj_step(m, d)
+            qpos[f + 1] = d.qpos
+        return qpos[None], substeps * m.opt.timestep
+    model = hp.load(args.model)
+    d0 = hp.make_data(model)
+    dtype = d0.qpos.dtype
+
+    @jax.jit
+    def motion(d, ctrl):
+        def frame(d, c):
+            d = jax.lax.fori_loop(0, substeps, lambda k, d: hp.step(model, d.replace(ctrl=c[k])), d)
+            return d, d.qpos
+
+        return jax.lax.scan(frame, d, ctrl)[1]
+
+    frames = motion(d0, jnp.asarray(ctrl.reshape(nframe, substeps, m.nu), dtype))
+    qpos = np.concatenate([np.asarray(d0.qpos, np.float64)[None], np.asarray(frames, np.float64)])
+    return qpos[None], substeps * m.opt.timestep
+
+
+def view(argv: list[str], quiet: bool = False) -> None:
+    """`hurtle view`: a run's policy (or a model) as one self-contained HTML page."""
+    from hurtle.io import html
+
+    args = _parse(ViewArgs, argv, "hurtle view")
+    model, qpos, _, dt, path, what = _shown(args, ".html")
+    title = f"hurtle: {what}"
+    html.write(path, model, qpos, dt, title=title)
+    size = os.path.getsize(path)
+    if not quiet:
+        print(f"hurtle view: {what}; {qpos.shape[0]} x {qpos.shape[1]} frames -> {path} ({size / 1e6:.1f} MB)")
+
+
+def video(argv: list[str]) -> None:
+    """`hurtle video`: a run's policy (or a model) as .mp4 or .gif, rendered by MuJoCo's renderer headless."""
+    from hurtle.io import video as hv
+
+    args = _parse(VideoArgs, argv, "hurtle video")
+    if args.width <= 0 or args.height <= 0 or not args.fps > 0:
+        raise UsageError(f"--width, --height and --fps must be positive, got {args.width}, {args.height}, {args.fps}")
+    if args.output and os.path.splitext(args.output)[1].lower() not in (".mp4", ".gif"):
+        raise UsageError(f"{args.output}: the video format is chosen by the suffix, .mp4 or .gif")
+    model, qpos, lengths, dt, path, what = _shown(args, ".mp4")
+    stride = hv.real_time_stride(dt, args.fps)
+    try:
+        with hv.Renderer(model, args.width, args.height, camera=args.camera) as r:
+            # the episodes one after another, each to its end
+            frames = np.concatenate([r.frames(q[:n:stride]) for q, n in zip(qpos, lengths)])
+        hv.write(path, frames, fps=1.0 / (stride * dt))
+    except (hv.RenderingUnavailable, ImportError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    print(f"hurtle video: {what}; {len(frames)} frames of {args.width}x{args.height} -> {path}")
 
 
 def envs(argv: list[str]) -> None:
@@ -495,7 +690,6 @@ def demo(argv: list[str]) -> None:
     import jax
     import jax.numpy as jnp
     import mujoco
-    import numpy as np
 
     import hurtle.physics as hp
     from hurtle.io.cache import enable_compile_cache
@@ -557,7 +751,15 @@ def main(argv: list[str] | None = None) -> None:
         print(_usage())
         return
     command, rest = argv[0], argv[1:]
-    handlers = {"train": train, "eval": evaluate, "envs": envs, "demo": demo, "bench": bench}
+    handlers = {
+        "train": train,
+        "eval": evaluate,
+        "view": view,
+        "video": video,
+        "envs": envs,
+        "demo": demo,
+        "bench": bench,
+    }
     if command not in handlers:
         sys.exit(f"hurtle: unknown command {command!r}; commands: {', '.join(COMMANDS)}")
     try:

@@ -40,7 +40,7 @@ from jax.sharding import Mesh
 
 from hurtle import podracer
 from hurtle.envs import make
-from hurtle.envs.base import Env
+from hurtle.envs.base import Env, tree_where
 from hurtle.envs.wrappers import VmapWrapper
 from hurtle.io.checkpoint import Checkpointer
 
@@ -146,24 +146,34 @@ def evaluate(
     *,
     env: Env,
     episode_length: int,
+    record: Callable[[Any], Any] | None = None,
 ) -> dict[str, jax.Array]:
     """Run `act(policy, obs)` for one episode on each environment of the batched, non-resetting `env`; returns
-    each episode's return and length (`[num_envs]` arrays under "episode_return" and "episode_length")."""
+    each episode's return and length (`[num_envs]` arrays under "episode_return" and "episode_length").
+
+    `record(state)`: what to keep of each state (e.g. the physics' qpos), returned under "frames" with a leading
+    axis of `episode_length + 1` (the first state, then each step's); an episode that ended holds its last."""
     state = env.reset(key)
     dtype = state.reward.dtype
 
     def step(carry, _):
-        state, ret, length, alive = carry
+        state, ret, length, alive, kept = carry
         new = env.step(state, act(policy, state.obs))
         ret = ret + jnp.where(alive, new.reward, jnp.zeros_like(new.reward))
         length = length + alive.astype(dtype)
+        if record is not None:
+            kept = tree_where(alive, record(new), kept)
         alive = alive & ~(new.done | new.truncation)
-        return (new, ret, length, alive), None
+        return (new, ret, length, alive, kept), kept
 
     zeros = jnp.zeros_like(state.reward)
-    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool))
-    (_, ret, length, _), _ = lax.scan(step, carry, None, length=episode_length)
-    return {"episode_return": ret, "episode_length": length}
+    first = None if record is None else record(state)
+    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool), first)
+    (_, ret, length, _, _), frames = lax.scan(step, carry, None, length=episode_length)
+    out = {"episode_return": ret, "episode_length": length}
+    if record is not None:
+        out["frames"] = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
+    return out
 
 
 def make_evaluate(
@@ -175,6 +185,56 @@ def make_evaluate(
     batched = VmapWrapper(env, num_episodes or config.num_eval_envs)
     length = control_steps(config, env)
     return jax.jit(lambda policy, key: evaluate(act, policy, key, env=batched, episode_length=length))
+
+
+@dataclasses.dataclass(frozen=True)
+class Rollout:
+    """Episodes of a policy on a physics task, for the viewer and video (`hurtle.io.html`, `hurtle.io.video`).
+
+    task: the task (its `xml` is the model shown). qpos: `[episodes, frames, nq]` numpy, frame 0 the reset
+    state, each later frame one control step (`dt` seconds) on; an episode that ended early holds its last pose.
+    episode_return, episode_length: `[episodes]`.
+    """
+
+    task: Any
+    qpos: np.ndarray
+    dt: float
+    episode_return: np.ndarray
+    episode_length: np.ndarray
+
+
+def physics_task(config: Any) -> Any:
+    """The `PhysicsEnv` a run's policy acts in, for showing it; ValueError naming the environment where the run
+    has none (a classic-control task, or a Gymnasium or EnvPool environment on Sebulba's host backends)."""
+    from hurtle.envs.physics_env import PhysicsEnv
+
+    backend = getattr(config, "env_backend", "mujoco")
+    if backend != "mujoco":
+        raise ValueError(f"{config.env} is a {backend} environment: hurtle shows hurtle's physics tasks only")
+    task = make_env(config).unwrapped
+    if not isinstance(task, PhysicsEnv):
+        raise ValueError(f"{config.env} has no MJCF model to show ({type(task).__name__} is not a physics task)")
+    return task
+
+
+def rollout(
+    config: Any, act: Callable[[Any, jax.Array], jax.Array], policy: Any, key: jax.Array, num_episodes: int = 1
+) -> Rollout:
+    """`num_episodes` episodes of `act(policy, obs)` on `config`'s physics task (hurtle's physics; Sebulba's
+    MuJoCo C runs are replayed on the same task in hurtle), each to its end or the time limit."""
+    task = physics_task(config)
+    env = make_env(config)
+    batched = VmapWrapper(env, num_episodes)
+    length = control_steps(config, env)
+    run = jax.jit(lambda p, k: evaluate(act, p, k, env=batched, episode_length=length, record=lambda s: s.physics.qpos))
+    out = jax.device_get(run(policy, key))
+    return Rollout(
+        task=task,
+        qpos=np.swapaxes(np.asarray(out["frames"], np.float64), 0, 1),
+        dt=task.dt * getattr(env, "action_repeat", 1),
+        episode_return=np.asarray(out["episode_return"], np.float64),
+        episode_length=np.asarray(out["episode_length"]).astype(int),
+    )
 
 
 def eval_metrics(episodes: dict[str, Any]) -> dict[str, float]:
@@ -280,6 +340,7 @@ __all__ = [
     "Actor",
     "Algorithm",
     "Learner",
+    "Rollout",
     "algorithm",
     "algorithm_names",
     "check_devices",
@@ -289,6 +350,8 @@ __all__ = [
     "load_policy",
     "make_env",
     "make_evaluate",
+    "physics_task",
+    "rollout",
     "step_counter",
     "train",
 ]

@@ -38,9 +38,13 @@ def _b64(array: np.ndarray, dtype: Any) -> str:
 
 
 def mj_model(model: Any) -> mujoco.MjModel:
-    """MuJoCo's model for `model`: an `MjModel`, an MJCF path or string, or a hurtle `Model` loaded from a file."""
+    """MuJoCo's model for `model`: an `MjModel`, an MJCF path or string, a hurtle `PhysicsEnv` (its `xml`) or a
+    hurtle `Model` loaded from a file."""
     if isinstance(model, mujoco.MjModel):
         return model
+    xml = getattr(model, "xml", None)  # a PhysicsEnv: its model file or MJCF string
+    if isinstance(xml, str | os.PathLike):
+        return mj_model(xml)
     if isinstance(model, str | os.PathLike):
         text = str(model)
         if text.lstrip().startswith("<"):
@@ -115,6 +119,38 @@ def _geoms(m: mujoco.MjModel) -> tuple[list[dict], list[dict], list[dict]]:
     return geoms, meshes, hfields
 
 
+def default_follow(m: mujoco.MjModel, follow: str | int | None, owner: str) -> int:
+    """The body index of `follow` (a name or index); by default the first body under the world."""
+    if follow is None:
+        return 1 if m.nbody > 1 else 0
+    if isinstance(follow, str):
+        body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, follow)
+        if body < 0:
+            names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body {b}" for b in range(m.nbody)]
+            raise ValueError(f"{owner}: no body named {follow!r}; bodies: {', '.join(names)}")
+        return body
+    if not 0 <= follow < m.nbody:
+        raise ValueError(f"{owner}: no body {follow} (the model has {m.nbody})")
+    return int(follow)
+
+
+def view_radius(m: mujoco.MjModel, body: int) -> float:
+    """The radius around `body` at the model's initial pose that its subtree's geoms fill (planes and height
+    fields left out; the model's extent for the world): what a camera following it frames."""
+    if body == 0:
+        return float(m.stat.extent) or 1.0
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    inside = np.zeros(m.nbody, bool)
+    for b in range(m.nbody):  # parents come before children
+        inside[b] = b == body or (b > 0 and inside[m.body_parentid[b]])
+    keep = inside[m.geom_bodyid] & ~np.isin(m.geom_type, (mujoco.mjtGeom.mjGEOM_PLANE, mujoco.mjtGeom.mjGEOM_HFIELD))
+    if not keep.any():
+        return 1.0
+    reach = np.linalg.norm(d.geom_xpos[keep] - d.xpos[body], axis=1) + m.geom_rbound[keep]
+    return float(max(reach.max(), 0.1))
+
+
 def poses(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
     """Body poses `[worlds, frames, nbody, 7]` (xpos, xquat) of `qpos` `[worlds, frames, nq]` by MuJoCo's
     kinematics (mocap bodies at the model's rest)."""
@@ -142,13 +178,9 @@ def render(
     qpos = _qpos_batch(states_or_qpos, m.nq)
     geoms, meshes, hfields = _geoms(m)
     bodies = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or f"body {b}" for b in range(m.nbody)]
-    if follow is None:
-        follow = 1 if m.nbody > 1 else 0
-    elif isinstance(follow, str):
-        if follow not in bodies:
-            raise ValueError(f"render: no body named {follow!r}; bodies: {', '.join(bodies)}")
-        follow = bodies.index(follow)
+    follow = default_follow(m, follow, "render")
     extent = float(m.stat.extent) or 1.0
+    radius = view_radius(m, follow)
     rollout = {
         "dt": float(dt),
         "nworld": int(qpos.shape[0]),
@@ -160,8 +192,8 @@ def render(
         "hfields": hfields,
         "poses": _b64(poses(m, qpos), "<f4"),
         "follow": int(follow),
-        "distance": 1.2 * extent,
-        "spacing": 2.0 * extent,
+        "distance": 2.0 * radius,
+        "spacing": max(2.5 * radius, 1.0) if follow else 2.0 * extent,
     }
     script = resources.files("hurtle.io").joinpath("viewer/viewer.js").read_text()
     data = json.dumps(rollout, separators=(",", ":")).replace("</", "<\\/")
@@ -196,4 +228,4 @@ html, body {{ margin: 0; height: 100%; background: #1e2430; color: #dde; font: 1
 </body></html>
 """
 
-__all__ = ["mj_model", "poses", "render", "write"]
+__all__ = ["default_follow", "mj_model", "view_radius", "poses", "render", "write"]

@@ -19,12 +19,13 @@ def _require(module: str, extra: str, user: str) -> None:
         raise ImportError(f"{user} needs the `{module}` package: pip install 'hurtle[{extra}]'") from e
 
 
-def to_gymnasium(env: Env) -> Any:
-    """`env` as a `gymnasium.Env` (float32 observations; see `adapters.gymnasium.GymnasiumEnv`)."""
+def to_gymnasium(env: Env, **kwargs: Any) -> Any:
+    """`env` as a `gymnasium.Env` (float32 observations; `render_mode="rgb_array"`, `width`, `height`, `camera`
+    for frames; see `adapters.gymnasium.GymnasiumEnv`)."""
     _require("gymnasium", "gymnasium", "to_gymnasium")
     from hurtle.envs.adapters.gymnasium import GymnasiumEnv
 
-    return GymnasiumEnv(env)
+    return GymnasiumEnv(env, **kwargs)
 
 
 def to_gymnasium_vector(env: Env, num_envs: int) -> Any:

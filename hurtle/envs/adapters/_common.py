@@ -1,5 +1,5 @@
 """What the adapters share: jitted `reset` and `step` (one compiled program per environment object and
-input shape) and the conversion of actions coming from outside."""
+input shape), the conversion of actions coming from outside, and frames of a state (`StateRenderer`)."""
 
 from typing import Any
 
@@ -24,3 +24,38 @@ def cast_action(env: Env, action: Any, batch: tuple[int, ...] = ()) -> np.ndarra
             raise ValueError(f"{env!r}: a discrete action must be an integer, got {action.dtype}")
         return action
     return action.astype(space.dtype)
+
+
+class StateRenderer:
+    """RGB frames of a physics task's states by MuJoCo's renderer (`hurtle.io.video.Renderer`, created on the
+    first frame). ValueError at construction, naming the environment, when it has no MJCF model."""
+
+    def __init__(self, env: Env, width: int = 640, height: int = 480, camera: str | None = None):
+        from hurtle.envs.physics_env import PhysicsEnv
+
+        if not isinstance(env.unwrapped, PhysicsEnv):
+            raise ValueError(
+                f"{env!r} has no MJCF model to render ({type(env.unwrapped).__name__} is not a physics task)"
+            )
+        self.env, self.width, self.height, self.camera = env, width, height, camera
+        self._renderer = None
+
+    @property
+    def fps(self) -> float:
+        """The frame rate of one frame per step: 1 / (control period x action repeat)."""
+        return round(1.0 / (self.env.unwrapped.dt * getattr(self.env, "action_repeat", 1)), 3)
+
+    def render(self, state: Any) -> np.ndarray:
+        """The frame `[height, width, 3]` uint8 of `state` (one environment's)."""
+        from hurtle.io.video import Renderer
+
+        if state is None:
+            raise RuntimeError("call reset() before render()")
+        if self._renderer is None:
+            self._renderer = Renderer(self.env.unwrapped, self.width, self.height, camera=self.camera)
+        return self._renderer.render(np.asarray(jax.device_get(state.physics.qpos), np.float64))
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from dm_env import specs
 
-from hurtle.envs.adapters._common import cast_action
+from hurtle.envs.adapters._common import StateRenderer, cast_action
 from hurtle.envs.adapters._common import reset as _reset
 from hurtle.envs.adapters._common import step as _step
 from hurtle.envs.base import Box, Discrete, Env, Space
@@ -37,6 +37,7 @@ class DmEnv(dm_env.Environment):
 
     def __init__(self, env: Env, seed: int = 0):
         self.env = env
+        self._renderers: dict[tuple, StateRenderer] = {}
         self._key = jax.random.key(seed)
         self._observation_spec = dm_spec(env.observation_space, "observation")
         self._action_spec = dm_spec(env.action_space, "action")
@@ -54,6 +55,19 @@ class DmEnv(dm_env.Environment):
 
     def discount_spec(self) -> specs.BoundedArray:
         return specs.BoundedArray((), np.float64, 0.0, 1.0, name="discount")
+
+    def render(self, height: int = 480, width: int = 640, camera: str | None = None) -> np.ndarray:
+        """The current state as a `[height, width, 3]` uint8 frame by MuJoCo's renderer (physics tasks; as
+        dm_control's `physics.render(height, width, camera_id)`)."""
+        key = (height, width, camera)
+        if key not in self._renderers:
+            self._renderers[key] = StateRenderer(self.env, width, height, camera)
+        return self._renderers[key].render(self.state)
+
+    def close(self) -> None:
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
 
     def reset(self) -> dm_env.TimeStep:
         self._key, key = jax.random.split(self._key)

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from hurtle.envs.adapters._common import cast_action
+from hurtle.envs.adapters._common import StateRenderer, cast_action
 from hurtle.envs.adapters._common import reset as _reset
 from hurtle.envs.adapters._common import step as _step
 from hurtle.envs.base import Box, Discrete, Env, Space
@@ -49,15 +49,27 @@ class GymnasiumEnv(gymnasium.Env):
 
     The environment is used as given (`make` includes the time limit); it does not reset by itself.
     `info` holds the state's metrics as Python numbers; `self.state` is the current hurtle `State`.
+
+    `render_mode="rgb_array"` (physics tasks): `render()` returns the current state as a `[height, width, 3]`
+    uint8 frame by MuJoCo's renderer (`hurtle.io.video`), from the model's camera `camera` (a name) or one that
+    follows the first body; `metadata["render_fps"]` is one frame per step.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, env: Env):
+    def __init__(
+        self, env: Env, render_mode: str | None = None, width: int = 640, height: int = 480, camera: str | None = None
+    ):
         self.env = env
         self.observation_space = gymnasium_space(env.observation_space)
         self.action_space = gymnasium_space(env.action_space)
         self.state = None
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"{env!r}: render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.render_mode = render_mode
+        self._renderer = StateRenderer(env, width, height, camera) if render_mode else None
+        if self._renderer is not None:
+            self.metadata = {**self.metadata, "render_fps": self._renderer.fps}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
@@ -73,6 +85,17 @@ class GymnasiumEnv(gymnasium.Env):
         s = self.state
         obs, reward, done, truncation, metrics = jax.device_get((s.obs, s.reward, s.done, s.truncation, s.metrics))
         return np.array(obs, np.float32), float(reward), bool(done), bool(truncation), _numbers(metrics)
+
+    def render(self) -> np.ndarray | None:
+        """The current state's frame (`render_mode="rgb_array"`); None without a render mode."""
+        if self._renderer is None:
+            return None
+        return self._renderer.render(self.state)
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+        super().close()
 
 
 def _numbers(metrics: dict) -> dict:

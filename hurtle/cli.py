@@ -537,6 +537,7 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
 
     from hurtle.agents import runner
     from hurtle.io.cache import enable_compile_cache
+    from hurtle.io.motion import model_motion
 
     if (args.run_dir is None) == (args.model is None):
         raise UsageError("give a run directory or --model FILE.xml (one of them)")
@@ -544,10 +545,8 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
         raise UsageError(f"--episodes must be positive, got {args.episodes}")
     enable_compile_cache()
     if args.model is not None:
-        if not args.duration > 0:
-            raise UsageError(f"--duration must be positive, got {args.duration}")
         try:
-            qpos, dt = _model_motion(args)
+            qpos, dt = model_motion(args.model, args.duration, args.controls, args.seed, args.engine)
         except (FileNotFoundError, ValueError, NotImplementedError) as e:
             raise UsageError(str(e)) from None
         stem = os.path.splitext(os.path.basename(args.model))[0]
@@ -563,60 +562,6 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
     what = f"{config.env} ({algo.name}), checkpoint at {meta['step']:,} env steps, return {returns}"
     path = args.output or os.path.join(args.run_dir, f"rollout{suffix}")
     return out.task, out.qpos, out.episode_length + 1, out.dt, path, what
-
-
-def _model_motion(args: ViewArgs) -> tuple[np.ndarray, float]:
-    """`--model`: the model's qpos over `args.duration` seconds from its initial state under smoothed random
-    controls (or none), by hurtle's physics or MuJoCo C's; frames about 1/60 s apart."""
-    import jax
-    import jax.numpy as jnp
-    import mujoco
-
-    import hurtle.physics as hp
-
-    m = mujoco.MjModel.from_xml_path(args.model) if os.path.exists(args.model) else None
-    if m is None:
-        raise FileNotFoundError(f"{args.model}: no such model file")
-    substeps = max(1, round((1 / 60) / m.opt.timestep))
-    nframe = max(1, round(args.duration / (substeps * m.opt.timestep)))
-    limited = m.actuator_ctrllimited.astype(bool)
-    lo = np.where(limited, m.actuator_ctrlrange[:, 0], -1.0)
-    hi = np.where(limited, m.actuator_ctrlrange[:, 1], 1.0)
-    steps = nframe * substeps
-    ctrl = np.zeros((steps, m.nu))
-    if args.controls == "random" and m.nu:
-        # controls that wander smoothly: a new random target every 0.5 s, approached exponentially
-        hold = max(1, round(0.5 / m.opt.timestep))
-        targets = np.random.default_rng(args.seed).uniform(lo, hi, (steps // hold + 1, m.nu))
-        c = np.clip(np.zeros(m.nu), lo, hi)
-        for t in range(steps):
-            c = c + 0.02 * (targets[t // hold] - c)
-            ctrl[t] = c
-    if args.engine == "mujoco":
-        d = mujoco.MjData(m)
-        qpos = np.empty((nframe + 1, m.nq))
-        qpos[0] = d.qpos
-        for f in range(nframe):
-            for k in range(substeps):
-                d.ctrl[:] = ctrl[f * substeps + k]
-                mujoco.mj_step(m, d)
-            qpos[f + 1] = d.qpos
-        return qpos[None], substeps * m.opt.timestep
-    model = hp.load(args.model)
-    d0 = hp.make_data(model)
-    dtype = d0.qpos.dtype
-
-    @jax.jit
-    def motion(d, ctrl):
-        def frame(d, c):
-            d = jax.lax.fori_loop(0, substeps, lambda k, d: hp.step(model, d.replace(ctrl=c[k])), d)
-            return d, d.qpos
-
-        return jax.lax.scan(frame, d, ctrl)[1]
-
-    frames = motion(d0, jnp.asarray(ctrl.reshape(nframe, substeps, m.nu), dtype))
-    qpos = np.concatenate([np.asarray(d0.qpos, np.float64)[None], np.asarray(frames, np.float64)])
-    return qpos[None], substeps * m.opt.timestep
 
 
 def view(argv: list[str], quiet: bool = False) -> None:

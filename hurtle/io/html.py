@@ -136,9 +136,9 @@ def default_follow(m: mujoco.MjModel, follow: str | int | None, owner: str) -> i
 
 def view_radius(m: mujoco.MjModel, body: int) -> float:
     """The radius around `body` at the model's initial pose that its subtree's geoms fill (planes and height
-    fields left out; the model's extent for the world): what a camera following it frames."""
+    fields left out; half the model's extent for the world): what a camera following it frames."""
     if body == 0:
-        return float(m.stat.extent) or 1.0
+        return 0.5 * float(m.stat.extent) or 1.0
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)
     inside = np.zeros(m.nbody, bool)
@@ -191,8 +191,8 @@ def render(
         "meshes": meshes,
         "hfields": hfields,
         "poses": _b64(poses(m, qpos), "<f4"),
-        "follow": int(follow),
-        "distance": 2.0 * radius,
+        "follow": int(follow) if follow > 0 else -1,  # -1: the page's free camera
+        "distance": max(2.0 * radius, 1.0),
         "spacing": max(2.5 * radius, 1.0) if follow else 2.0 * extent,
     }
     script = resources.files("hurtle.io").joinpath("viewer/viewer.js").read_text()

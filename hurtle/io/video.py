@@ -114,7 +114,7 @@ class Renderer:
     `scene_model`).
     camera: a camera of the model (name or index); by default a camera that tracks the body `follow` (a name or
     index; default: the first body under the world) from `distance` (default 3x the radius its subtree fills,
-    `hurtle.io.html.view_radius`) at MuJoCo's azimuth and elevation in degrees (default: from the side, slightly above).
+    `hurtle.io.html.view_radius`, at least 1.5 m) at MuJoCo's azimuth and elevation in degrees (default: from the side, slightly above).
     """
 
     def __init__(
@@ -151,7 +151,7 @@ class Renderer:
             self.camera = mujoco.MjvCamera()
             self.camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
             self.camera.trackbodyid = body
-            self.camera.distance = distance if distance is not None else max(3.0 * view_radius(m, body), 1.0)
+            self.camera.distance = distance if distance is not None else max(3.0 * view_radius(m, body), 1.5)
             self.camera.azimuth, self.camera.elevation = azimuth, elevation
             self.camera.lookat[:] = 0.0
 

@@ -6,6 +6,7 @@ import {
   BoxGeometry,
   BufferAttribute,
   BufferGeometry,
+  CanvasTexture,
   CapsuleGeometry,
   Color,
   CylinderGeometry,
@@ -17,6 +18,7 @@ import {
   PerspectiveCamera,
   PlaneGeometry,
   Quaternion,
+  RepeatWrapping,
   Scene,
   SphereGeometry,
   Vector3,
@@ -38,6 +40,26 @@ function material(rgba) {
     roughness: 0.7,
     metalness: 0.1,
   });
+}
+
+// a plane gets a checker of its own colour with 0.5 m squares (as hurtle's videos do), so a followed body's motion
+// shows against the floor
+function checker(rgba, width, height) {
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = 64;
+  const ctx = canvas.getContext("2d");
+  const shade = (k) => `rgb(${rgba.slice(0, 3).map((c) => Math.round(255 * k * c)).join(",")})`;
+  ctx.fillStyle = shade(1);
+  ctx.fillRect(0, 0, 64, 64);
+  ctx.fillStyle = shade(0.75);
+  ctx.fillRect(0, 0, 32, 32);
+  ctx.fillRect(32, 32, 32, 32);
+  const texture = new CanvasTexture(canvas);
+  texture.wrapS = texture.wrapT = RepeatWrapping;
+  texture.repeat.set(width, height); // one 1 m tile (2 x 2 squares) per metre
+  const m = material([1, 1, 1, rgba[3]]);
+  m.map = texture;
+  return m;
 }
 
 // MuJoCo's capsules and cylinders run along z; three.js builds them along y
@@ -106,7 +128,9 @@ function geomObject(g, rollout) {
       return null;
   }
   if (turn) geometry.applyQuaternion(Y_TO_Z);
-  const object = new Mesh(geometry, material(g.rgba));
+  const plane = g.type === "plane";
+  const look = plane ? checker(g.rgba, geometry.parameters.width, geometry.parameters.height) : material(g.rgba);
+  const object = new Mesh(geometry, look);
   object.position.set(...g.pos);
   object.quaternion.set(g.quat[1], g.quat[2], g.quat[3], g.quat[0]);
   object.castShadow = g.type !== "plane" && g.type !== "hfield";

@@ -15,6 +15,7 @@ software device (llvmpipe) needs no GPU, only the system packages `libegl1` and 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -32,6 +33,25 @@ SYSTEM_PACKAGES = {
 
 class RenderingUnavailable(RuntimeError):
     """No OpenGL backend MuJoCo's renderer can use here: the message names the system packages to install."""
+
+
+def _headless() -> bool:
+    return sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
+
+
+def _use_egl_if_headless() -> None:
+    """Where mujoco was imported before hurtle on Linux without a display and MUJOCO_GL unset, MuJoCo picked GLFW,
+    which cannot start there: point its renderer at EGL, as importing hurtle first would have (hurtle/__init__.py).
+    Nothing changes where that fails; the renderer's own error then names what is missing."""
+    if "MUJOCO_GL" in os.environ or not _headless():
+        return
+    try:
+        from mujoco.egl import GLContext
+        from mujoco.rendering.classic import gl_context
+    except Exception:
+        return
+    gl_context.GLContext = GLContext
+    os.environ["MUJOCO_GL"] = "egl"
 
 
 def _backend() -> str:
@@ -137,6 +157,7 @@ class Renderer:
         m.vis.global_.offheight = max(int(m.vis.global_.offheight), height)
         self.model, self.width, self.height = m, width, height
         self.data = mujoco.MjData(m)
+        _use_egl_if_headless()
         try:
             self._renderer = mujoco.Renderer(m, height, width)
         except Exception as e:  # the backend's import or context creation: name what to install
@@ -149,11 +170,14 @@ class Renderer:
         else:
             body = default_follow(m, follow, "Renderer")
             self.camera = mujoco.MjvCamera()
-            self.camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-            self.camera.trackbodyid = body
+            if body > 0:  # track the body's subtree
+                self.camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+                self.camera.trackbodyid = body
+            else:  # the world: a still camera on the model's centre (the world's subtree moves with every body)
+                self.camera.type = mujoco.mjtCamera.mjCAMERA_FREE
+                self.camera.lookat[:] = m.stat.center
             self.camera.distance = distance if distance is not None else max(3.0 * view_radius(m, body), 1.5)
             self.camera.azimuth, self.camera.elevation = azimuth, elevation
-            self.camera.lookat[:] = 0.0
 
     def render(self, qpos: Any) -> np.ndarray:
         """The frame `[height, width, 3]` uint8 of one pose."""

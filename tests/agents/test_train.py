@@ -74,6 +74,19 @@ def test_inverted_pendulum_preset_balances(tmp_path):
     assert int(rows[-1][col["step"]]) >= steps
     # a random policy lasts a handful of steps; 1,000 is the time limit
     assert max(evals) >= 950, evals
+    # the run's rollout.html shows the final policy: the start and 1,000 steps, the pole balanced (a random
+    # policy drops it past 0.2 rad within ~10 steps)
+    import base64
+    import json
+    import re
+
+    page = (tmp_path / "ip" / "rollout.html").read_text()
+    assert str(tmp_path / "ip" / "rollout.html") in out.stdout
+    data = re.search(r'<script id="hurtle-rollout" type="application/json">(.*?)</script>', page, re.S).group(1)
+    r = json.loads(data.replace("<\\/", "</"))
+    assert (r["nworld"], r["nframe"], r["nbody"]) == (1, 1001, 3)
+    w = np.frombuffer(base64.b64decode(r["poses"]), np.float32).reshape(1001, 3, 7)[:100, 2, 3]
+    assert np.all(np.abs(w) > np.cos(0.2 / 2)), w  # the pole's quaternion: within 0.2 rad for 100 steps
 
 
 def test_presets_are_valid_configs():

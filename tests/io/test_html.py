@@ -121,7 +121,14 @@ def test_page_plays_in_headless_chromium(browser, tmp_path):
     page.evaluate("hurtleViewer.setFrame(119)")  # the ball has fallen ~0.7 m
     page.wait_for_timeout(200)
     last = page.screenshot()
-    assert first != last
+    # the screenshots differ where the ball moved, not all over: a small share of the view changed
+    import imageio.v3 as iio
+
+    a, b = (iio.imread(shot)[:440, :, :3].astype(int) for shot in (first, last))  # the view, not the controls
+    changed = np.abs(a - b).max(axis=-1) > 30
+    assert 0.001 < changed.mean() < 0.2, changed.mean()
+    rows = np.flatnonzero(changed.any(axis=1))
+    assert rows.max() - rows.min() < 0.6 * changed.shape[0]  # one region: the ball's path and its shadow
     # the time slider moves the scene: dragging it to the start shows the first frame again
     page.eval_on_selector("#time", "e => { e.value = '0'; e.dispatchEvent(new Event('input')); }")
     assert page.evaluate("hurtleViewer.frame") == 0

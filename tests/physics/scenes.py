@@ -85,7 +85,7 @@ def scene(seed: int, geoms_per_body: int = 1, small: bool = False) -> str:
     floor = rng.choice(["plane", "tilted"] if small else ["plane", "tilted", "hfield", "both"])
     if floor in ("hfield", "both"):
         # no polytopes on a height field: without a margin MuJoCo collides a box or mesh with a prism by EPA's
-        # discrete mode, whose first repeated vertex turns on rounding-level ties (hurtle.physics.hfield; such
+        # discrete mode, whose first repeated vertex turns on rounding-level ties (hurtle.physics.collision.hfield; such
         # contacts moved with XLA's optimisation level), so a scene's answer would depend on the compiler
         types = tuple(t for t in types if t not in ("box", "mesh"))
     relief = _f(*rng.uniform(0, 1, 7 * 8))

@@ -300,8 +300,8 @@ def test_primitive_pairs_match_mujoco_at_random_poses(pair):
 
 def test_gjk_distance_and_epa_depth_are_exact_for_boxes():
     """GJK's closest points (point to box) and EPA's depth and normal (box into box) against exact values."""
-    from hurtle.physics import ccd
-    from hurtle.physics import collision_convex as C
+    from hurtle.physics.collision import ccd
+    from hurtle.physics.collision import convex as C
 
     rng = np.random.default_rng(3)
     k = 64
@@ -436,7 +436,7 @@ def test_convex_pair_gradients_are_finite():
     """Gradients of capsule-cylinder depths, shallow and deep, including axis-aligned (degenerate) poses,
     through MuJoCo 4's multi-contact search (capsules lying on the cap) and the single contact it falls
     back to (both sides of every selection are differentiated, so this covers multiccd off too)."""
-    from hurtle.physics import collision_convex as C
+    from hurtle.physics.collision import convex as C
 
     rng = np.random.default_rng(5)
     k = 14

@@ -43,7 +43,7 @@ def test_hfield_pairs_match_mujoco():
     path's bound (GJK on a curved side ends at its tolerance), most exactly. Boxes without a margin: the same
     contacts (prisms) in every pose, and the same depths and normals in most: MuJoCo's EPA stops at
     the first repeated polytope vertex, where a rounding-level tie decides which one comes first
-    (hurtle.physics.hfield's docstring), so a contact can be another early approximation."""
+    (hurtle.physics.collision.hfield's docstring), so a contact can be another early approximation."""
     bodies = "".join(
         f'<body><freejoint/><geom name="{k}" {v} {_ON_FIELD} margin="{MARGINS.get(k, 0)}"/></body>'
         for k, v in GEOMS.items()

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from hurtle.physics import collision_convex as C
+from hurtle.physics.collision import convex as C
 from tests.physics import parity as P
 from tests.physics.test_collision import CONVEX_TOL, _compare, _matched, _quat, _random_pose, _scene
 
@@ -183,7 +183,7 @@ def test_mesh_tables_hold_each_hull_once_per_mesh():
     """A dense mesh (a point cloud inside its hull) keeps its hull's vertices alone, in the file's order,
     with the hull graph and polygons renumbered onto them; the tables are built once per mesh however many
     pairs share it. (Every vertex of every pair was kept: dm_control's fly filled 24 GB and was killed.)"""
-    from hurtle.physics import mesh
+    from hurtle.physics.collision import mesh
 
     cloud = np.random.default_rng(0).standard_normal((3000, 3)) * [0.05, 0.04, 0.03]
     xml = f"""<mujoco><asset><mesh name="cloud" vertex="{" ".join(f"{x:.5f}" for x in cloud.ravel())}"/></asset>

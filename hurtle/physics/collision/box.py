@@ -13,8 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hurtle.physics import collision
+from hurtle.physics.collision.primitives import sphere_box
 from hurtle.physics.math import MINVAL
+from hurtle.physics.types import BOX, CAPSULE
 
 # --- 3-vector helpers over a leading pair axis, in MuJoCo's summation order ---
 
@@ -189,7 +190,7 @@ def capsule_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
     def sphere(s):
         # sphere-box in the box frame, the centre taken through the world frame and back as MuJoCo does
         centre = _mat_t_vec(mat2, (_mat_vec(mat2, pos + ha * s[:, None]) + pos2) - pos2)
-        d, p, n, t, ok = collision.sphere_box(g, centre, eye, size1, jnp.zeros_like(pos), eye, size2, margin)
+        d, p, n, t, ok = sphere_box(g, centre, eye, size1, jnp.zeros_like(pos), eye, size2, margin)
         return d, _mat_vec(mat2[:, None], p) + pos2[:, None], _mat_vec(mat2[:, None], n), t, ok
 
     d1, p1, n1, t1, ok1 = sphere(segpos)
@@ -427,5 +428,5 @@ def box_box(g, pos1, mat1, size1, pos2, mat2, size2, margin):
 
 _BOXBOX_SLOTS = 8  # mj_maxContact's box-box count: a quadrilateral clipped by four half-planes
 
-# (type1, type2) -> (narrow-phase function, contact slots per pair), merged into collision.NARROW
-NARROW: dict = {(3, 6): (capsule_box, 2), (6, 6): (box_box, _BOXBOX_SLOTS)}
+# (type1, type2) -> (narrow-phase function, contact slots per pair)
+PAIRS: dict = {(CAPSULE, BOX): (capsule_box, 2), (BOX, BOX): (box_box, _BOXBOX_SLOTS)}

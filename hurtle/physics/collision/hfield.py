@@ -42,7 +42,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import ccd, collision_convex, math, tracing
+from hurtle.physics import math, tracing
+from hurtle.physics.collision import ccd, convex
 
 HFIELD, SPHERE, CAPSULE, BOX, MESH = 1, 2, 3, 6, 7
 CORES = (SPHERE, CAPSULE)
@@ -250,7 +251,7 @@ def make_hfield(t2: int):
             zero = jnp.zeros((), dtype)
 
             def sup2(d, mgn):
-                return collision_convex.support(t2, lpos, lmat, size2, d, mgn)
+                return convex.support(t2, lpos, lmat, size2, d, mgn)
 
             axes = jnp.concatenate([jnp.eye(3, dtype=dtype), -jnp.eye(3, dtype=dtype)])
             ext = jax.vmap(lambda d: sup2(d, zero))(axes)
@@ -287,7 +288,7 @@ def make_hfield(t2: int):
                 def sup(d):
                     p1 = prism_support(prism, d) + d * half
                     p2 = sup2(-d, margin)
-                    ix = jnp.stack([jnp.int32(-1), collision_convex.feature(t2, lmat, size2, -d)])
+                    ix = jnp.stack([jnp.int32(-1), convex.feature(t2, lmat, size2, -d)])
                     return p1 - p2, p1, p2, ix
 
                 sup_core = None
@@ -296,10 +297,10 @@ def make_hfield(t2: int):
                     def sup_core(d):
                         p1 = prism_support(prism, d)
                         if t2 in CORES:
-                            p2 = collision_convex.core_support(t2, lpos, lmat, size2, -d)
+                            p2 = convex.core_support(t2, lpos, lmat, size2, -d)
                         else:
                             p2 = sup2(-d, zero)
-                        ix = jnp.stack([jnp.int32(-1), collision_convex.feature(t2, lmat, size2, -d)])
+                        ix = jnp.stack([jnp.int32(-1), convex.feature(t2, lmat, size2, -d)])
                         return p1 - p2, p1, p2, ix
 
                 return sup, sup_core, center

@@ -1,15 +1,15 @@
 """Convex narrow phase: support functions and the pairs MuJoCo collides with its native CCD.
 
 MuJoCo collides the pairs involving ellipsoids and cylinders (and meshes) with its native convex
-collider (`mjc_Convex` calling `mjc_ccd`, here `hurtle.physics.ccd`): GJK and EPA on the Minkowski
+collider (`mjc_Convex` calling `mjc_ccd`, here `hurtle.physics.collision.ccd`): GJK and EPA on the Minkowski
 difference of the two shapes' support functions, which this module defines for every primitive
 (with MuJoCo's margin inflation). A sphere or capsule is collided as its core (a point or a
 segment), and in MuJoCo 4 so is a margin on a pair with faces or edges.
 
-Registered: plane-ellipsoid (mjc_PlaneConvex, exact; plane-mesh is `hurtle.physics.mesh`) and the
-pairs of CONVEX_PAIRS, with MuJoCo 4's multi-contact search (`hurtle.physics.multiccd`) where
+Registered: plane-ellipsoid (mjc_PlaneConvex, exact; plane-mesh is `hurtle.physics.collision.mesh`) and the
+pairs of CONVEX_PAIRS, with MuJoCo 4's multi-contact search (`hurtle.physics.collision.multiccd`) where
 multiccd is on. A mesh's "size" is its table dict
-(`hurtle.physics.mesh.mesh_tables`, built once per mesh, stacked per pair).
+(`hurtle.physics.collision.mesh.mesh_tables`, built once per mesh, stacked per pair).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from hurtle.physics import ccd, math, mesh, multiccd
+from hurtle.physics import math
+from hurtle.physics.collision import ccd, mesh, multiccd
+from hurtle.physics.types import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE
 
-PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = 0, 1, 2, 3, 4, 5, 6, 7
 MINVAL2 = math.MINVAL * math.MINVAL
 
 
@@ -50,7 +51,7 @@ def support(gtype: int, pos, mat, size, direction, margin):
         p = jnp.stack([scl * local[..., 0], scl * local[..., 1], zed], -1)
     elif gtype == BOX:
         p = jnp.where(local >= 0, size, -size)
-    elif gtype == MESH:  # size: the mesh's tables (hurtle.physics.mesh)
+    elif gtype == MESH:  # size: the mesh's tables (hurtle.physics.collision.mesh)
         p = size["vert"][mesh.support_index(size, local)]
     else:
         raise NotImplementedError(f"no support function for geom type {gtype}")

@@ -69,6 +69,11 @@ class PhysicsEnv(Env):
         """The initial `(qpos, qvel)`: the model's `qpos0` at rest unless overridden."""
         return jnp.asarray(self.model.qpos0, self.dtype), jnp.zeros(self.model.nv, self.dtype)
 
+    def sensor(self, data: hp.Data, name: str) -> jax.Array:
+        """The values of the model's sensor `name` in `data` (MuJoCo's layout; `hurtle.physics.read_sensor`),
+        for observations: `self.sensor(data, "touch_tip")`."""
+        return hp.read_sensor(self.model, data, name)
+
     # -- the Env contract --
 
     @property

@@ -3,6 +3,7 @@
 model = hurtle.physics.load("ant.xml")
 data = hurtle.physics.make_data(model)
 data = jax.jit(hurtle.physics.step)(model, data)
+hurtle.physics.read_sensor(model, data, "imu_gyro")   # a sensor's values by name
 """
 
 from hurtle.physics.actuation import actuation, transmission
@@ -14,6 +15,9 @@ from hurtle.physics.inertia import crb, factor_m, solve_m
 from hurtle.physics.io import from_mjdata, make_data, to_mujoco
 from hurtle.physics.kinematics import com_pos, kinematics
 from hurtle.physics.model import from_mujoco, load
+from hurtle.physics.sensor import noisy as sensor_noise
+from hurtle.physics.sensor import read as read_sensor
+from hurtle.physics.sensor import sensors
 from hurtle.physics.solver import solve
 from hurtle.physics.tendon import tendon
 from hurtle.physics.types import Contact, Data, Model, Option
@@ -46,7 +50,10 @@ __all__ = [
     "make_data",
     "passive",
     "rk4",
+    "read_sensor",
     "rne",
+    "sensor_noise",
+    "sensors",
     "solve_m",
     "step",
     "tendon",

@@ -19,6 +19,7 @@ from hurtle.physics.types import (
     JNT_FREE,
     TRN_JOINT,
     TRN_JOINTINPARENT,
+    TRN_SITE,
     TRN_TENDON,
     Data,
     Model,
@@ -72,7 +73,65 @@ def transmission(m: Model, d: Data) -> Data:
         if a.size:
             length = length.at[a].set(gear[a, 0] * d.ten_length[tid[a]])
             moment = moment.at[a].set(gear[a, 0, None] * d.ten_J[tid[a]])
+        a = np.nonzero(trn == TRN_SITE)[0]
+        if a.size:
+            site_len, site_moment = _site_transmission(m, d, a)
+            length = length.at[a].set(site_len)
+            moment = moment.at[a].set(site_moment)
         return d.replace(actuator_length=length, actuator_moment=moment)
+
+
+def _common_chain(m: Model, site: int, ref: int) -> np.ndarray:
+    """Dofs from the deepest dof that moves both sites' bodies up to the root: MuJoCo clears these columns of a
+    refsite transmission's Jacobian difference (they move both sites alike)."""
+    b0, b1 = m.body_weldid[m.site_bodyid[site]], m.body_weldid[m.site_bodyid[ref]]
+    a0 = m.body_dofadr[b0] + m.body_dofnum[b0] - 1 if m.body_dofnum[b0] else -1
+    a1 = m.body_dofadr[b1] + m.body_dofnum[b1] - 1 if m.body_dofnum[b1] else -1
+    if a0 < 0 or a1 < 0:
+        return np.zeros(0, int)
+    while a0 != a1 and a0 >= 0 and a1 >= 0:
+        if a0 < a1:
+            a1 = m.dof_parentid[a1]
+        else:
+            a0 = m.dof_parentid[a0]
+    chain = []
+    while a0 == a1 and a0 >= 0:
+        chain.append(a0)
+        a0 = a1 = m.dof_parentid[a0]
+    return np.array(chain, int)
+
+
+def _site_transmission(m: Model, d: Data, a: np.ndarray) -> tuple[jax.Array, jax.Array]:
+    """Lengths and moment rows of site transmissions (mj_transmission's mjTRN_SITE): without a reference site the
+    gear is a wrench in the site's frame and the length is 0; with one, the site's displacement and rotation
+    relative to the reference site, along the gear, and the Jacobian difference."""
+    from hurtle.physics.constraint import jac_point
+
+    site, ref = m.actuator_trnid[a, 0], m.actuator_trnid[a, 1]
+    gear = m.actuator_gear[a]
+    jacp, jacr = jac_point(m, d, m.site_bodyid[site], d.site_xpos[site])  # (k, 3, nv)
+    mat = d.site_xmat[site]
+    # no reference site: the gear's force and torque in the site frame, through the site's Jacobian
+    free = math.einsum("kcv,kc->kv", jacp, math.matvec(mat, gear[:, :3]))
+    free = free + math.einsum("kcv,kc->kv", jacr, math.matvec(mat, gear[:, 3:6]))
+    has_ref = ref >= 0
+    if not has_ref.any():
+        return jnp.zeros(len(a), d.qpos.dtype), free
+    r = np.where(has_ref, ref, 0)
+    refp, refr = jac_point(m, d, m.site_bodyid[r], d.site_xpos[r])
+    keep = np.ones((len(a), m.nv), bool)
+    for k in np.nonzero(has_ref)[0]:
+        keep[k, _common_chain(m, int(site[k]), int(ref[k]))] = False
+    jp = jnp.where(keep[:, None], jacp - refp, 0.0)
+    jr = jnp.where(keep[:, None], jacr - refr, 0.0)
+    ref_mat = d.site_xmat[r]
+    offset = math.matvec_t(ref_mat, d.site_xpos[site] - d.site_xpos[r])
+    quat = math.quat_mul(d.xquat[m.site_bodyid[site]], m.site_quat[site])
+    ref_quat = math.quat_mul(d.xquat[m.site_bodyid[r]], m.site_quat[r])
+    length = math.dot(offset, gear[:, :3]) + math.dot(math.sub_quat(quat, ref_quat), gear[:, 3:6])
+    moment = math.einsum("kcv,kc->kv", jp, math.matvec(ref_mat, gear[:, :3]))
+    moment = moment + math.einsum("kcv,kc->kv", jr, math.matvec(ref_mat, gear[:, 3:6]))
+    return jnp.where(has_ref, length, 0.0), jnp.where(has_ref[:, None], moment, free)
 
 
 def _gear_axis(trn: np.ndarray, gear: jax.Array, quat: jax.Array) -> jax.Array:

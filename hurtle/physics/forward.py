@@ -2,7 +2,7 @@
 
 Stages are pure `(model, data) -> data` functions named after MuJoCo's pipeline:
 kinematics -> com_pos -> tendon -> crb -> factor_m -> transmission -> (tendon/actuator velocity)
--> com_vel -> passive -> rne -> actuation -> qacc_smooth. The library never jits; callers jit
+-> com_vel -> passive -> rne -> actuation -> qacc_smooth -> solve -> sensors. The library never jits; callers jit
 `forward` or `step` with the model as an ordinary argument.
 """
 
@@ -18,6 +18,7 @@ from hurtle.physics.actuation import actuation, actuator_velocity, next_activati
 from hurtle.physics.collision import collision
 from hurtle.physics.constraint import make_constraint, reference_constraint
 from hurtle.physics.kinematics import com_pos, kinematics
+from hurtle.physics.sensor import sensors
 from hurtle.physics.tendon import tendon, tendon_velocity
 from hurtle.physics.types import (
     INT_EULER,
@@ -124,6 +125,7 @@ def forward(m: Model, d: Data) -> Data:
     d = actuation(m, d)
     d = fwd_acceleration(m, d)
     d = fwd_constraint(m, d)
+    d = sensors(m, d)
     return d
 
 
@@ -269,8 +271,11 @@ def _rk4(m: Model, d: Data, first_forward: bool) -> Data:
             qpos = integrate_pos(m, qpos0, dv, dt)
             if first_forward:  # stage 0 is the state itself (integrating by zero could renormalise quaternions)
                 qpos = jnp.where(i == 0, qpos0, qpos)
+            before = d.sensordata
             d = d.replace(qpos=qpos, qvel=qvel0 + dt * da, act=act0 + dt * dact, time=time0 + ci * dt)
             d = forward(m, d)
+            if m.nsensor:  # MuJoCo's RK4 stages skip the sensors: keep those of the step's first forward
+                d = d.replace(sensordata=jnp.where(i == 0, d.sensordata, before) if first_forward else before)
             carry = (d, put(rates, i, rate(d.qvel, dt * dv)), put(accs, i, d.qacc), put(adots, i, d.act_dot))
             return carry, None
 

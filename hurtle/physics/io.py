@@ -89,6 +89,7 @@ def _shapes(m: Model) -> dict[str, tuple[int, ...]]:
         efc_active=(m.efc.nefc,),
         solver_niter=(),
         ncon_dropped=(),
+        sensordata=(m.nsensordata,),
         efc_J=(m.efc.nefc, nv),
         efc_KBIP=(m.efc.nefc, 4),
         **{f: (m.efc.nefc,) for f in _EFC_VEC},

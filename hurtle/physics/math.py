@@ -434,3 +434,8 @@ def transform_motion(vec: jax.Array, newpos: jax.Array, oldpos: jax.Array, rot: 
 
 def matvec(m: jax.Array, v: jax.Array) -> jax.Array:
     return sum_last(m * v[..., None, :])
+
+
+def matvec_t(m: jax.Array, v: jax.Array) -> jax.Array:
+    """m' v (mju_mulMatTVec3): the transpose of a (..., 3, 3) matrix times a (..., 3) vector."""
+    return jnp.sum(m * v[..., :, None], axis=-2)

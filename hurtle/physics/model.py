@@ -15,9 +15,10 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from hurtle.physics import types
+from hurtle.physics import sensor, types
 from hurtle.physics.collision import build_compaction, build_groups
 from hurtle.physics.constraint import build_layout, working_rows
+from hurtle.physics.tendon import spatial_segments
 from hurtle.physics.types import Model, Option, Tree
 
 _DSBL = mujoco.mjtDisableBit
@@ -93,6 +94,7 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
 
     if m.nflex:
         refuse("flex (deformable) elements")
+    sensor.check(m, lambda i: _label(names, "sensor", i), source)
     sdf = np.nonzero(m.geom_type == mujoco.mjtGeom.mjGEOM_SDF)[0]
     if sdf.size:
         refuse(f"signed-distance-field geoms (plugin SDFs: {_label(names, 'geom', int(sdf[0]))})")
@@ -119,8 +121,8 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
             refuse(f"{kind!r} equality constraints ({_label(names, 'equality', e)})")
     for t in range(m.ntendon):
         adr = m.tendon_adr[t]
-        if m.wrap_type[adr] != mujoco.mjtWrap.mjWRAP_JOINT:
-            refuse(f"spatial tendon ({_label(names, 'tendon', t)})")
+        if m.wrap_type[adr] != mujoco.mjtWrap.mjWRAP_JOINT and m.tendon_armature[t] > 0:
+            refuse(f"armature on spatial tendons ({_label(names, 'tendon', t)})")
     for j in range(m.njnt):
         if np.any(m.jnt_stiffnesspoly[j]):
             refuse(f"polynomial joint stiffness ({_label(names, 'joint', j)})")
@@ -137,7 +139,7 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         types_b = {int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])}
         if body_free_ok & types_b and m.body_jntnum[b] > 1:
             refuse(f"a free joint combined with other joints ({_label(names, 'body', b)})")
-    ok_trn = {types.TRN_JOINT, types.TRN_JOINTINPARENT, types.TRN_TENDON}
+    ok_trn = {types.TRN_JOINT, types.TRN_JOINTINPARENT, types.TRN_TENDON, types.TRN_SITE}
     ok_dyn = {types.DYN_NONE, types.DYN_INTEGRATOR, types.DYN_FILTER, types.DYN_FILTEREXACT}
     for i in range(m.nu):
         label = _label(names, "actuator", i)
@@ -419,6 +421,9 @@ def from_mujoco(
         eq_solref=f(m.eq_solref),
         eq_solimp=f(m.eq_solimp),
         body_invweight0=f(m.body_invweight0),
+        body_subtreemass=f(m.body_subtreemass),
+        sensor_cutoff=f(m.sensor_cutoff),
+        sensor_noise=f(m.sensor_noise),
         stat_meaninertia=f(m.stat.meaninertia),
         pair_solref=f(m.pair_solref),
         pair_solreffriction=f(m.pair_solreffriction),
@@ -439,6 +444,7 @@ def from_mujoco(
         neq=int(m.neq),
         npair=int(m.npair),
         nsensordata=int(m.nsensordata),
+        nsensor=int(m.nsensor),
         body_parentid=i(m.body_parentid),
         body_rootid=i(m.body_rootid),
         body_weldid=i(m.body_weldid),
@@ -468,7 +474,10 @@ def from_mujoco(
         geom_priority=i(m.geom_priority),
         geom_dataid=i(m.geom_dataid),
         geom_sameframe=i(m.geom_sameframe),
+        geom_rayvisible=sensor.ray_visible(m),
+        ray_shapes=sensor.ray_shapes(m),
         site_bodyid=i(m.site_bodyid),
+        site_type=i(m.site_type),
         site_sameframe=i(m.site_sameframe),
         actuator_trntype=i(m.actuator_trntype),
         actuator_dyntype=i(m.actuator_dyntype),
@@ -486,6 +495,15 @@ def from_mujoco(
         tendon_limited=b(m.tendon_limited),
         wrap_type=i(m.wrap_type),
         wrap_objid=i(m.wrap_objid),
+        tendon_segments=spatial_segments(m),
+        sensor_type=i(m.sensor_type),
+        sensor_datatype=i(m.sensor_datatype),
+        sensor_objtype=i(m.sensor_objtype),
+        sensor_objid=i(m.sensor_objid),
+        sensor_reftype=i(m.sensor_reftype),
+        sensor_refid=i(m.sensor_refid),
+        sensor_adr=i(m.sensor_adr),
+        sensor_dim=i(m.sensor_dim),
         eq_type=i(m.eq_type),
         eq_obj1id=i(m.eq_obj1id),
         eq_obj2id=i(m.eq_obj2id),

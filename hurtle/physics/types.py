@@ -20,7 +20,7 @@ from hurtle.physics.dataclass import pytree_dataclass, static_field
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
 JNT_QPOS = np.array([7, 4, 1, 1])
 JNT_DOF = np.array([6, 3, 1, 1])
-TRN_JOINT, TRN_JOINTINPARENT, TRN_TENDON = 0, 1, 3
+TRN_JOINT, TRN_JOINTINPARENT, TRN_TENDON, TRN_SITE = 0, 1, 3, 4
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
 GAIN_FIXED, GAIN_AFFINE = 0, 1
 BIAS_NONE, BIAS_AFFINE = 0, 1
@@ -161,6 +161,9 @@ class Model:
     eq_solref: jax.Array
     eq_solimp: jax.Array
     body_invweight0: jax.Array
+    body_subtreemass: jax.Array
+    sensor_cutoff: jax.Array
+    sensor_noise: jax.Array
     stat_meaninertia: jax.Array
     pair_solref: jax.Array
     pair_solreffriction: jax.Array
@@ -182,6 +185,7 @@ class Model:
     neq: int = static_field()
     npair: int = static_field()
     nsensordata: int = static_field()
+    nsensor: int = static_field()
     body_parentid: np.ndarray = static_field()
     body_rootid: np.ndarray = static_field()
     body_weldid: np.ndarray = static_field()
@@ -211,7 +215,10 @@ class Model:
     geom_priority: np.ndarray = static_field()
     geom_dataid: np.ndarray = static_field()
     geom_sameframe: np.ndarray = static_field()
+    geom_rayvisible: np.ndarray = static_field()  # geoms rays hit (not fully transparent: mj_ray's filter)
+    ray_shapes: tuple = static_field()  # meshes' faces and height fields' heights for rangefinders (sensor.ray_shapes)
     site_bodyid: np.ndarray = static_field()
+    site_type: np.ndarray = static_field()
     site_sameframe: np.ndarray = static_field()
     actuator_trntype: np.ndarray = static_field()
     actuator_dyntype: np.ndarray = static_field()
@@ -229,6 +236,15 @@ class Model:
     tendon_limited: np.ndarray = static_field()
     wrap_type: np.ndarray = static_field()
     wrap_objid: np.ndarray = static_field()
+    tendon_segments: dict = static_field()  # spatial tendons' paths (hurtle.physics.tendon.spatial_segments)
+    sensor_type: np.ndarray = static_field()
+    sensor_datatype: np.ndarray = static_field()
+    sensor_objtype: np.ndarray = static_field()
+    sensor_objid: np.ndarray = static_field()
+    sensor_reftype: np.ndarray = static_field()
+    sensor_refid: np.ndarray = static_field()
+    sensor_adr: np.ndarray = static_field()
+    sensor_dim: np.ndarray = static_field()
     eq_type: np.ndarray = static_field()
     eq_obj1id: np.ndarray = static_field()
     eq_obj2id: np.ndarray = static_field()
@@ -376,6 +392,8 @@ class Data:
     efc_state: jax.Array
     efc_active: jax.Array
     solver_niter: jax.Array
+    # sensors (hurtle.physics.sensor), MuJoCo's layout: Model.sensor_adr, sensor_dim
+    sensordata: jax.Array
 
 
 def field_names(cls) -> tuple[str, ...]:

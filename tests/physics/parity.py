@@ -77,6 +77,7 @@ FORWARD_FIELDS = (
     "qacc_smooth",
     "qacc",
     "energy",
+    "sensordata",
 )
 
 
@@ -86,6 +87,16 @@ def rel_error(ours, ref) -> float:
     if ref.size == 0:
         return 0.0
     return float(np.max(np.abs(ours - ref)) / (np.max(np.abs(ref)) + 1e-3))
+
+
+def sensor_errors(mj_model: mujoco.MjModel, ours, ref) -> np.ndarray:
+    """Per sensor: max |ours - ref| / (max |ref| + 1) over its values (sensordata vectors)."""
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    out = np.zeros(mj_model.nsensor)
+    for s in range(mj_model.nsensor):
+        a, n = mj_model.sensor_adr[s], mj_model.sensor_dim[s]
+        out[s] = np.max(np.abs(ours[a : a + n] - ref[a : a + n])) / (np.max(np.abs(ref[a : a + n])) + 1)
+    return out
 
 
 def random_state(mj_model: mujoco.MjModel, rng: np.random.Generator, mj_data: mujoco.MjData | None = None):

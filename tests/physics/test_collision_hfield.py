@@ -101,8 +101,9 @@ def test_hfield_keeps_mujocos_first_fifty_contacts():
 
 def test_quadruped_on_rough_terrain_matches_mujoco():
     """dm_control's quadruped on its 201 x 201 terrain, given relief (its file leaves it flat: dm_control
-    fills it in), walking on random controls: contacts and constrained dynamics are MuJoCo's. Only the
-    cells under each geom are collided (a 3 x 3 to 4 x 4 window of cells per pair)."""
+    fills it in), walking on random controls: contacts, constrained dynamics and sensors (its rangefinders
+    see the relief) are MuJoCo's. Only the cells under each geom are collided (a 3 x 3 to 4 x 4 window of
+    cells per pair)."""
     root = P.asset_dir("dm_control")
     if root is None:
         pytest.skip("dm_control is not installed")
@@ -119,7 +120,14 @@ def test_quadruped_on_rough_terrain_matches_mujoco():
     md = mujoco.MjData(mm)
     md.qvel[:] = rng.standard_normal(mm.nv) * 0.5
     terrain, on_terrain = mm.geom("terrain").id, 0
+    ranges = mm.sensor_adr[mm.sensor_type == mujoco.mjtSensor.mjSENS_RANGEFINDER]
+    hits = 0
     for out, ref in walk_and_compare(mm, model, md, forward, rng):
         assert P.rel_error(out.qacc, md.qacc) <= 1e-6
         on_terrain += int(np.sum(ref[:, 0] == terrain))
+        # its sensors too: 20 rangefinders against the relief, force, torque and IMU sensors
+        assert P.sensor_errors(mm, out.sensordata, md.sensordata).max() <= 1e-6
+        np.testing.assert_allclose(out.sensordata[ranges], md.sensordata[ranges], atol=1e-9)
+        hits += int(np.sum(md.sensordata[ranges] > 0))
     assert on_terrain >= 10, on_terrain
+    assert hits >= 10, hits

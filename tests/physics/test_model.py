@@ -103,16 +103,16 @@ def test_bad_file_names_the_file(tmp_path):
             _xml(
                 "<body><joint name='a' type='hinge'/><geom size='.1'/><site name='s1'/>"
                 "<body pos='0 0 1'><joint type='hinge'/><geom size='.1'/><site name='s2'/></body></body>",
-                "<tendon><spatial name='rope'><site site='s1'/><site site='s2'/></spatial></tendon>",
+                "<tendon><spatial name='rope' armature='0.1'><site site='s1'/><site site='s2'/></spatial></tendon>",
             ),
-            "spatial tendon.*'rope'",
+            "armature on spatial tendons.*'rope'",
         ),
         (
             _xml(
                 "<body><joint name='j' type='hinge'/><geom size='.1'/><site name='s'/></body>",
-                "<actuator><motor name='thruster' site='s'/></actuator>",
+                "<actuator><adhesion name='sucker' body='world' ctrlrange='0 1'/></actuator>",
             ),
-            "transmission 'site'.*'thruster'",
+            "transmission 'body'.*'sucker'",
         ),
         (
             _xml(
@@ -127,7 +127,7 @@ def test_bad_file_names_the_file(tmp_path):
         ),
         (_xml("<body><joint type='hinge'/><geom size='.1'/></body>", option="integrator='discrete'"), "discrete"),
     ],
-    ids=["spatial-tendon", "site-transmission", "muscle", "ellipsoid-fluid", "discrete"],
+    ids=["spatial-tendon-armature", "body-transmission", "muscle", "ellipsoid-fluid", "discrete"],
 )
 def test_unsupported_features_are_refused_by_name(xml, match):
     with pytest.raises(NotImplementedError, match=match):

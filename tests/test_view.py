@@ -102,3 +102,27 @@ def test_view_and_video_of_a_model(tmp_path, capsys):
     gif = tmp_path / "ball.gif"
     cli.main(["video", "--model", str(model), "--duration", "0.5", "-o", str(gif), "--width", "32", "--height", "32"])
     assert iio.imread(gif).shape[:3] == (16, 32, 32)  # 0.5 s at 30 fps: every 2nd frame
+
+
+def test_gymnasium_mujoco_runs_are_shown_in_gymnasium(tmp_path):
+    """A Sebulba run on a Gymnasium MuJoCo id is replayed in Gymnasium's environment, its own model shown;
+    a non-MuJoCo id has nothing to show."""
+    import jax.numpy as jnp
+
+    from hurtle.agents import impala
+    from hurtle.hostenvs.gymnasium import mujoco_rollout
+    from hurtle.io import html
+
+    config = impala.Config(env="InvertedPendulum-v5", env_backend="gymnasium")
+    model = runner.physics_task(config)
+    assert model.nq == 2
+    with pytest.raises(ValueError, match="CartPole-v1 is not a MuJoCo environment"):
+        runner.physics_task(impala.Config(env="CartPole-v1", env_backend="gymnasium"))
+    push = lambda policy, obs: jnp.full((obs.shape[0], 1), policy)  # noqa: E731
+    model, qpos, dt, returns, lengths = mujoco_rollout("InvertedPendulum-v5", push, 1.0, 2, seed=3)
+    assert qpos.shape == (2, int(lengths.max()) + 1, 2) and dt == pytest.approx(0.04)
+    # pushed one way the pole falls at once; v5 rewards 1 per step but not the falling one
+    assert np.all(lengths < 100) and np.all(returns == lengths - 1)
+    assert qpos[0, -1, 0] > qpos[0, 0, 0]  # the cart moved the way it was pushed
+    r = _rollout_data(html.write(tmp_path / "pendulum.html", model, qpos, dt))
+    assert (r["nworld"], r["nframe"]) == (2, qpos.shape[1])

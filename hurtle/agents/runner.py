@@ -191,7 +191,8 @@ def make_evaluate(
 class Rollout:
     """Episodes of a policy on a physics task, for the viewer and video (`hurtle.io.html`, `hurtle.io.video`).
 
-    task: the task (its `xml` is the model shown). qpos: `[episodes, frames, nq]` numpy, frame 0 the reset
+    task: the task (a `PhysicsEnv`, its `xml` the model shown; or a Gymnasium environment's `MjModel`). qpos:
+    `[episodes, frames, nq]` numpy, frame 0 the reset
     state, each later frame one control step (`dt` seconds) on; an episode that ended early holds its last pose.
     episode_return, episode_length: `[episodes]`.
     """
@@ -204,13 +205,21 @@ class Rollout:
 
 
 def physics_task(config: Any) -> Any:
-    """The `PhysicsEnv` a run's policy acts in, for showing it; ValueError naming the environment where the run
-    has none (a classic-control task, or a Gymnasium or EnvPool environment on Sebulba's host backends)."""
+    """What a run's policy acts in, for showing it: the `PhysicsEnv` of a hurtle task (Anakin, or Sebulba on
+    MuJoCo C), or the MuJoCo model of a Gymnasium MuJoCo environment (Sebulba's gymnasium backend). ValueError
+    naming the environment where there is no model to show (classic control, EnvPool, non-MuJoCo Gymnasium)."""
     from hurtle.envs.physics_env import PhysicsEnv
 
     backend = getattr(config, "env_backend", "mujoco")
+    if backend == "gymnasium":
+        from hurtle.hostenvs.gymnasium import mujoco_model
+
+        model = mujoco_model(config.env)
+        if model is None:
+            raise ValueError(f"{config.env} is not a MuJoCo environment: there is no model to show")
+        return model
     if backend != "mujoco":
-        raise ValueError(f"{config.env} is a {backend} environment: hurtle shows hurtle's physics tasks only")
+        raise ValueError(f"{config.env} is a {backend} environment: hurtle shows hurtle's and Gymnasium's MuJoCo tasks")
     task = make_env(config).unwrapped
     if not isinstance(task, PhysicsEnv):
         raise ValueError(f"{config.env} has no MJCF model to show ({type(task).__name__} is not a physics task)")
@@ -220,8 +229,15 @@ def physics_task(config: Any) -> Any:
 def rollout(
     config: Any, act: Callable[[Any, jax.Array], jax.Array], policy: Any, key: jax.Array, num_episodes: int = 1
 ) -> Rollout:
-    """`num_episodes` episodes of `act(policy, obs)` on `config`'s physics task (hurtle's physics; Sebulba's
-    MuJoCo C runs are replayed on the same task in hurtle), each to its end or the time limit."""
+    """`num_episodes` episodes of `act(policy, obs)` on `config`'s task, each to its end or the time limit: on
+    hurtle's physics for hurtle's tasks (Sebulba's MuJoCo C runs are replayed on the same task in hurtle), in
+    Gymnasium's own environment for a Gymnasium MuJoCo id."""
+    if getattr(config, "env_backend", "mujoco") == "gymnasium":
+        from hurtle.hostenvs.gymnasium import mujoco_rollout
+
+        seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+        model, qpos, dt, returns, lengths = mujoco_rollout(config.env, jax.jit(act), policy, num_episodes, seed)
+        return Rollout(task=model, qpos=qpos, dt=dt, episode_return=returns, episode_length=lengths)
     task = physics_task(config)
     env = make_env(config)
     batched = VmapWrapper(env, num_episodes)

@@ -104,4 +104,48 @@ class GymnasiumEnv(HostEnv):
             self.venv = None
 
 
-__all__ = ["GymnasiumEnv"]
+def mujoco_model(env_id: str):
+    """The `MjModel` of a Gymnasium MuJoCo environment (`env.unwrapped.model`), None for any other."""
+    import gymnasium as gym
+    import mujoco
+
+    env = gym.make(env_id)
+    try:
+        model = getattr(env.unwrapped, "model", None)
+        return model if isinstance(model, mujoco.MjModel) else None
+    finally:
+        env.close()
+
+
+def mujoco_rollout(env_id: str, act, policy, episodes: int, seed: int):
+    """Episodes of the deterministic `act(policy, obs)` in a Gymnasium MuJoCo environment, recording its qpos:
+    `(MjModel, qpos [episodes, frames, nq], dt, returns, lengths)`; frame 0 is the reset state, an episode that
+    ended early holds its last pose to the longest one's end."""
+    import gymnasium as gym
+
+    from hurtle.envs.base import float_dtype
+
+    env = gym.make(env_id)
+    try:
+        model = env.unwrapped.model
+        runs, returns, lengths = [], [], []
+        for e in range(episodes):
+            obs, _ = env.reset(seed=seed + e)
+            frames, ret, done = [env.unwrapped.data.qpos.copy()], 0.0, False
+            while not done:
+                action = np.asarray(act(policy, np.asarray(obs, float_dtype())[None]))[0]
+                obs, reward, terminated, truncated, _ = env.step(action)
+                frames.append(env.unwrapped.data.qpos.copy())
+                ret += float(reward)
+                done = terminated or truncated
+            runs.append(np.array(frames))
+            returns.append(ret)
+            lengths.append(len(frames) - 1)
+        longest = max(len(r) for r in runs)
+        qpos = np.stack([np.concatenate([r, np.repeat(r[-1:], longest - len(r), 0)]) for r in runs])
+        return model, qpos, float(env.unwrapped.dt), np.array(returns), np.array(lengths)
+    finally:
+        env.close()
+
+
+__all__ = ["GymnasiumEnv", "mujoco_model", "mujoco_rollout"]

@@ -1,0 +1,127 @@
+"""Every robot model the installed packages ship, in hurtle: loads and matches MuJoCo C, or is refused by name.
+
+For each model file of dm_control's suite, Gymnasium's MuJoCo assets, Gymnasium-Robotics and robosuite (whichever
+are installed; `pip install --no-deps gymnasium-robotics robosuite` is enough) that MuJoCo compiles alone:
+- load it in hurtle (float64); a `NotImplementedError` is counted under the feature it names;
+- otherwise, with contacts on and the solver at tolerance 1e-12, walk MuJoCo C 3 x 100 steps under random
+  controls and compare hurtle's forward at each state: qacc and sensordata within 1e-6 (relative to their size).
+
+    .venv/bin/python benchmarks/robot_models.py [--packages dm_control gymnasium ...] [--limit-s 600]
+
+Prints one line per model and a summary (the counts go into the issue's note; nothing is timed against peers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import os
+import sys
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+import hurtle.physics as hp  # noqa: E402
+
+TOL = 1e-6
+
+
+def roots() -> dict[str, list[str]]:
+    out = {}
+    for package, parts, pattern in (
+        ("dm_control", ("suite",), "*.xml"),
+        ("gymnasium", ("envs", "mujoco", "assets"), "*.xml"),
+        ("gymnasium_robotics", ("envs", "assets"), "**/*.xml"),
+        ("robosuite", ("models", "assets"), "**/*.xml"),
+    ):
+        try:
+            module = __import__(package)
+        except Exception:
+            continue
+        root = os.path.join(os.path.dirname(module.__file__), *parts)
+        out[package] = sorted(glob.glob(os.path.join(root, pattern), recursive=True))
+    return out
+
+
+def rel(ours, ref) -> float:
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    return 0.0 if ref.size == 0 else float(np.max(np.abs(ours - ref)) / (np.max(np.abs(ref)) + 1e-3))
+
+
+def check(mm: mujoco.MjModel, path: str) -> tuple[str, str]:
+    """('match' | 'differs' | 'refused' | 'error', detail)."""
+    mm.opt.tolerance, mm.opt.iterations, mm.opt.ls_iterations = 1e-12, 300, 100
+    if mm.opt.solver == mujoco.mjtSolver.mjSOL_PGS:
+        mm.opt.solver = mujoco.mjtSolver.mjSOL_NEWTON  # compare optima, not PGS's approximation
+    try:
+        model = hp.from_mujoco(mm, source=path)
+    except NotImplementedError as e:
+        return "refused", str(e).split(": ", 1)[-1].split(" (")[0]
+    forward = jax.jit(hp.forward)
+    md = mujoco.MjData(mm)
+    rng = np.random.default_rng(0)
+    lo = np.where(mm.actuator_ctrllimited, mm.actuator_ctrlrange[:, 0], -1.0)
+    hi = np.where(mm.actuator_ctrllimited, mm.actuator_ctrlrange[:, 1], 1.0)
+    worst, contacts = 0.0, 0
+    for _ in range(3):
+        for _ in range(100):
+            md.ctrl[:] = rng.uniform(lo, hi)
+            mujoco.mj_step(mm, md)
+        mujoco.mj_forward(mm, md)
+        out = forward(model, hp.from_mjdata(model, md, mm))
+        worst = max(worst, rel(out.qacc, md.qacc), rel(out.sensordata, md.sensordata))
+        contacts += md.ncon
+    status = "match" if worst <= TOL else "differs"
+    return status, f"worst {worst:.1e}, {contacts} contacts seen"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packages", nargs="*", help="which packages (default: every one installed)")
+    parser.add_argument("--limit-s", type=float, default=None, help="stop after this many seconds")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    summary = {}
+    for package, files in roots().items():
+        if args.packages and package not in args.packages:
+            continue
+        counts, refusals = collections.Counter(), collections.Counter()
+        for path in files:
+            if args.limit_s and time.perf_counter() - start > args.limit_s:
+                counts["not reached"] += 1
+                continue
+            try:
+                mm = mujoco.MjModel.from_xml_path(path)
+            except Exception:
+                counts["not compilable alone"] += 1
+                continue
+            t = time.perf_counter()
+            try:
+                status, detail = check(mm, path)
+            except Exception as e:  # report it, go on
+                status, detail = "error", f"{type(e).__name__}: {str(e)[:120]}"
+            counts[status] += 1
+            if status == "refused":
+                refusals[detail] += 1
+            print(
+                f"{package}/{os.path.relpath(path, os.path.dirname(files[0]))}: {status} ({detail}) "
+                f"{time.perf_counter() - t:.0f} s",
+                flush=True,
+            )
+        summary[package] = (counts, refusals)
+    print("\nsummary")
+    for package, (counts, refusals) in summary.items():
+        print(f"  {package}: " + ", ".join(f"{n} {k}" for k, n in counts.most_common()))
+        for what, n in refusals.most_common():
+            print(f"    refused {n}: {what}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

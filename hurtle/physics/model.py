@@ -504,6 +504,7 @@ def from_mujoco(
         sensor_refid=i(m.sensor_refid),
         sensor_adr=i(m.sensor_adr),
         sensor_dim=i(m.sensor_dim),
+        sensor_intprm=i(m.sensor_intprm),
         eq_type=i(m.eq_type),
         eq_obj1id=i(m.eq_obj1id),
         eq_obj2id=i(m.eq_obj2id),

@@ -67,6 +67,7 @@ SUPPORTED = {
     S.mjSENS_E_POTENTIAL,
     S.mjSENS_E_KINETIC,
     S.mjSENS_CLOCK,
+    S.mjSENS_CONTACT,
 }
 # types that read cacc / cfrc_int (mj_rnePostConstraint)
 _POST = {S.mjSENS_ACCELEROMETER, S.mjSENS_FORCE, S.mjSENS_TORQUE, S.mjSENS_FRAMELINACC, S.mjSENS_FRAMEANGACC}
@@ -111,6 +112,8 @@ def check(m: mujoco.MjModel, label, source: str) -> None:
             sdf = [g for g in range(m.ngeom) if m.geom_type[g] == 8 and ray_visible(m)[g]]
             if sdf:
                 refuse(i, f"rangefinder rays against SDF geoms (geom {sdf[0]})")
+        if t == S.mjSENS_CONTACT and (np.any(m.geom_gap > 0) or np.any(m.pair_gap > 0)):
+            refuse(i, "contact sensors in models with contact gaps (MuJoCo lists the contacts in the gap)")
         if t in (S.mjSENS_TOUCH, S.mjSENS_INSIDESITE):
             site = m.sensor_objid[i] if t == S.mjSENS_TOUCH else m.sensor_refid[i]
             if int(m.site_type[site]) not in _SITE_SHAPES:
@@ -312,6 +315,108 @@ def _rangefinder(m: Model, d: Data, site: np.ndarray) -> jax.Array:
     return jnp.where(jnp.isfinite(best), best, -1.0)[:, None]
 
 
+CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3)  # found, force, torque, dist, pos, normal, tangent (mjtConDataField)
+REDUCE_NONE, REDUCE_MINDIST, REDUCE_MAXFORCE, REDUCE_NETFORCE = 0, 1, 2, 3
+
+
+def _contact_order(m: Model, d: Data) -> jax.Array:
+    """The contact slots in MuJoCo's contact order (mj_collision walks body pairs by their ids, then each pair's
+    geoms, each pair's contacts in its narrow phase's order), active ones first. Contacts of one geom pair at the
+    same depth may be listed in another order than MuJoCo's (as the collision tests allow)."""
+    g1, g2 = jnp.maximum(d.contact.geom1, 0), jnp.maximum(d.contact.geom2, 0)
+    bodies = jnp.asarray(m.geom_bodyid)
+    b1, b2 = bodies[g1], bodies[g2]
+    first = b1 <= b2
+    ga, gb = jnp.where(first, g1, g2), jnp.where(first, g2, g1)
+    return jnp.lexsort((jnp.arange(m.ncon_max), gb, ga, jnp.maximum(b1, b2), jnp.minimum(b1, b2), ~d.contact.active))
+
+
+def _contact_match(m: Model, d: Data, i: int) -> tuple[jax.Array, jax.Array]:
+    """Which contacts sensor i's objects take part in, and whether to flip each one's normal (matchContact)."""
+    t1, id1, t2, id2 = (int(x[i]) for x in (m.sensor_objtype, m.sensor_objid, m.sensor_reftype, m.sensor_refid))
+    g = (jnp.maximum(d.contact.geom1, 0), jnp.maximum(d.contact.geom2, 0))
+    b = tuple(jnp.asarray(m.geom_bodyid)[x] for x in g)
+
+    def check(k, kind, ident):
+        if kind in (0, OBJ_SITE):
+            return jnp.ones(m.ncon_max, bool)
+        if kind == OBJ_GEOM:
+            return g[k] == ident
+        if kind == OBJ_BODY:
+            return b[k] == ident
+        return jnp.asarray(m.tree.body_subtree[ident])[b[k]]  # xbody: the subtree
+
+    m11, m12, m21, m22 = check(0, t1, id1), check(1, t1, id1), check(0, t2, id2), check(1, t2, id2)
+    match = d.contact.active & (m11 | m12) & (m21 | m22)
+    if t1 == OBJ_SITE:
+        match = match & (_inside(m, d, np.full(m.ncon_max, id1), d.contact.pos) > 0)
+    if t1 and t2:
+        regular, reverse = m11 & m22, m12 & m21
+        return match & (regular | reverse), reverse & ~regular
+    if t1:
+        return match, ~m11
+    if t2:
+        return match, ~m22
+    return match, jnp.zeros(m.ncon_max, bool)
+
+
+def _contact_sensor(m: Model, d: Data, i: int, forces: jax.Array) -> jax.Array:
+    """One contact sensor's data (MuJoCo's mjSENS_CONTACT): the fields of its dataspec for each of its slots,
+    filled with the matching contacts chosen by its reduction."""
+    dataspec, reduce = int(m.sensor_intprm[i, 0]), int(m.sensor_intprm[i, 1])
+    fields = [k for k in range(len(CONDATA_SIZE)) if dataspec & (1 << k)]
+    size = sum(CONDATA_SIZE[k] for k in fields)
+    num = int(m.sensor_dim[i]) // size
+    dt = d.qpos.dtype
+    if m.ncon_max == 0:  # no contact slots (contacts disabled): nothing ever matches
+        return jnp.zeros(int(m.sensor_dim[i]), dt)
+    match, flip = _contact_match(m, d, i)
+    found = jnp.sum(match).astype(dt)
+    sign = jnp.where(flip, -1.0, 1.0)[:, None]
+    if reduce == REDUCE_NETFORCE:
+        wrench = forces * sign  # flipped contacts count with the opposite wrench
+        weight = jnp.where(match, math.safe_norm(wrench[:, :3]), 0.0)
+        point = jnp.sum(weight[:, None] * d.contact.pos, 0) / jnp.maximum(jnp.sum(weight), MINVAL)
+        frame = d.contact.frame
+        force = math.matvec_t(frame, wrench[:, :3])
+        torque = math.matvec_t(frame, wrench[:, 3:]) + math.cross(d.contact.pos - point, force)
+        force = jnp.sum(jnp.where(match[:, None], force, 0.0), 0)
+        torque = jnp.sum(jnp.where(match[:, None], torque, 0.0), 0)
+        values = {
+            0: found[None],
+            1: force,
+            2: torque,
+            3: jnp.zeros(1, dt),
+            4: point,
+            5: jnp.array([1.0, 0, 0], dt),
+            6: jnp.array([0.0, 1, 0], dt),
+        }
+        first = jnp.where(found > 0, jnp.concatenate([values[k] for k in fields]), 0.0)  # no match: all zero
+        return jnp.concatenate([first, jnp.zeros((num - 1) * size, dt)])
+    rank = jnp.zeros(m.ncon_max, jnp.int32).at[_contact_order(m, d)].set(jnp.arange(m.ncon_max, dtype=jnp.int32))
+    if reduce == REDUCE_MINDIST:
+        criterion = d.contact.dist
+    elif reduce == REDUCE_MAXFORCE:
+        criterion = -jnp.sum(forces[:, :3] ** 2, -1)
+    else:
+        criterion = jnp.zeros(m.ncon_max, dt)
+    chosen = jnp.lexsort((rank, criterion, ~match))[:num]  # matches first, by criterion, ties in MuJoCo's order
+    filled = (jnp.arange(num, dtype=dt) < found)[:, None]
+    f = forces[chosen]
+    flip_z = jnp.where(flip[chosen], -1.0, 1.0)
+    values = {
+        0: jnp.broadcast_to(found, (num, 1)),
+        1: f[:, :3].at[:, 2].multiply(flip_z),
+        2: f[:, 3:6].at[:, 2].multiply(flip_z),
+        3: d.contact.dist[chosen][:, None],
+        4: d.contact.pos[chosen],
+        5: d.contact.frame[chosen, 0] * flip_z[:, None],
+        6: d.contact.frame[chosen, 1] * flip_z[:, None],
+    }
+    slots = jnp.concatenate([values[k] for k in fields], 1)
+    return jnp.where(filled, slots, 0.0).reshape(-1)
+
+
 def _inside(m: Model, d: Data, site: np.ndarray, point: jax.Array) -> jax.Array:
     """1.0 where `point` (n, 3) is inside site `site`'s shape (mju_insideGeom), else 0.0."""
     out = jnp.zeros(len(site), point.dtype)
@@ -465,13 +570,21 @@ def sensors(m: Model, d: Data) -> Data:
         pieces, where = [], []
         for t in np.unique(types):
             i = np.nonzero(types == t)[0]
+            if t == S.mjSENS_CONTACT:  # each its own size: one piece per sensor
+                from hurtle.physics.constraint import contact_forces
+
+                forces = contact_forces(m, d) if m.ncon_max else jnp.zeros((0, 6), d.qpos.dtype)
+                for k in i:
+                    pieces.append(_contact_sensor(m, d, int(k), forces))
+                    where.append(m.sensor_adr[k] + np.arange(m.sensor_dim[k]))
+                continue
             val = _values(m, d, int(t), i)
             pieces.append(val.reshape(-1))
             where.append((m.sensor_adr[i][:, None] + np.arange(val.shape[1])).ravel())
         data = jnp.concatenate(pieces)[np.argsort(np.concatenate(where))]
         # cutoff: real sensors clamp on both sides, positive ones above (not contact or fromto sensors)
         owner = np.repeat(np.arange(m.nsensor), m.sensor_dim)
-        cut = m.sensor_cutoff[owner]
+        cut = jnp.where(m.sensor_type[owner] == S.mjSENS_CONTACT, 0.0, m.sensor_cutoff[owner])
         kind = m.sensor_datatype[owner]
         data = jnp.where((cut > 0) & (kind == REAL), jnp.clip(data, -cut, cut), data)
         data = jnp.where((cut > 0) & (kind == POSITIVE), jnp.minimum(data, cut), data)

@@ -245,6 +245,7 @@ class Model:
     sensor_refid: np.ndarray = static_field()
     sensor_adr: np.ndarray = static_field()
     sensor_dim: np.ndarray = static_field()
+    sensor_intprm: np.ndarray = static_field()
     eq_type: np.ndarray = static_field()
     eq_obj1id: np.ndarray = static_field()
     eq_obj2id: np.ndarray = static_field()

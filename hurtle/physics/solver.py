@@ -288,7 +288,10 @@ def _line_search(
         lo = jnp.where(g < 0, alpha, lo)
         hi = jnp.where(g >= 0, alpha, hi)
         bounded = bounded | (g >= 0)
-        nxt = alpha - g / jnp.maximum(h, math.MINVAL)
+        # (MuJoCo floors the curvature only where it is not positive: near the optimum a short
+        # direction has a curvature far below MINVAL, and a floor there shrinks the Newton step)
+        convex = h > 0
+        nxt = alpha - g / jnp.where(convex, h, math.MINVAL)
         inside = (nxt > lo) & ((nxt < hi) | ~bounded)
         bisect = jnp.where(bounded, 0.5 * (lo + hi), 2.0 * jnp.maximum(lo, alpha))
         nxt = jnp.where(inside, nxt, bisect)
@@ -298,7 +301,7 @@ def _line_search(
         # the step cap ends the loop through `done` as well: the loop's predicate is then `done` alone
         # (a kernel fewer for each of the predicate's copies)
         ended = done if fixed else done | (it + 1 > max_iter)
-        return jnp.where(done, alpha, nxt), lo, hi, ended, it + 1, state, inside & (h > math.MINVAL)
+        return jnp.where(done, alpha, nxt), lo, hi, ended, it + 1, state, inside & convex
 
     # Every fresh constant in the carry is a kernel of its own inside the solver's loop, so the carry
     # starts from as few as can be: alpha, lo, hi and the step count (a float, exact to 2^24) from one

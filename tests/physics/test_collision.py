@@ -234,6 +234,24 @@ def test_explicit_pairs_exclusions_and_filters():
     assert model.ncon_max > 0
 
 
+def test_a_pair_declared_twice_is_collided_twice():
+    """MuJoCo collides every <pair> it is given, so a pair declared twice (Gymnasium-Robotics' hand does
+    this) makes two contacts and two sets of constraint rows; each keeps its own parameters."""
+    xml = """<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/>
+      <body name="c" pos="0 0 .09"><freejoint/><geom name="gc" size=".1" contype="0" conaffinity="0"/></body>
+      </worldbody><contact><pair geom1="gc" geom2="floor" condim="1"/>
+      <pair geom1="floor" geom2="gc" condim="3" friction="0.5 0.5"/></contact></mujoco>"""
+    mm = _tight(mujoco.MjModel.from_xml_string(xml))
+    md = mujoco.MjData(mm)
+    md.qvel[:] = [0.3, -0.2, 0, 0, 0, 0.5]
+    mujoco.mj_forward(mm, md)
+    assert md.ncon == 2 and sorted(c.dim for c in md.contact) == [1, 3]
+    model = hp.from_mujoco(mm)
+    out = jax.jit(hp.forward)(model, hp.from_mjdata(model, md, mm))
+    assert int(np.sum(out.contact.active)) == 2
+    assert P.rel_error(out.qacc, md.qacc) <= TOL
+
+
 @pytest.mark.parametrize("name", ["collide.xml", "equality.xml"])
 def test_rne_post_constraint_matches_mujoco(name):
     """cacc, cfrc_int and cfrc_ext (contacts, connect/weld, xfrc_applied) as mj_rnePostConstraint."""

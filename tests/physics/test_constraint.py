@@ -359,3 +359,26 @@ print(json.dumps(dict(max=int(niter.max()), mean=float(niter.mean()), ncon=int(n
     # 1-3 steps; before, 50 of 50 in most worlds: the derivative's rounding lies above MuJoCo's tolerance)
     assert res["ls_max"] <= 6, res
     assert res["slope"] < 1e-3, res  # and the point it returns is the line's minimum
+
+
+def test_warm_start_a_hair_from_the_optimum_still_converges():
+    """Newton from a warm start 1e-9 from the solution (a simulation near rest): the direction's curvature
+    along the line lies far below MINVAL, and the line search must still take the full Newton step, as
+    MuJoCo does, not one shrunk by a curvature floor (robosuite's door_lock stopped 40% of the way)."""
+    mm = _tight(mujoco.MjModel.from_xml_path(os.path.join(MODELS, "limits.xml")), "NEWTON")
+    rng = np.random.default_rng(4)
+    model = hp.from_mujoco(mm)
+    worst, moved = 0.0, 0.0
+    for _ in range(3):
+        d = mujoco.MjData(mm)  # near the reference pose, at rest: qacc of order g
+        d.qpos[:] = mm.qpos0 + 0.05 * rng.standard_normal(mm.nq)
+        mujoco.mj_normalizeQuat(mm, d.qpos)
+        mujoco.mj_forward(mm, d)
+        d.qacc_warmstart[:] = d.qacc + 1e-9 * rng.standard_normal(mm.nv)
+        out = P.batched(hp.forward)(model, P.batch_data(model, mm, [d]))
+        mujoco.mj_forward(mm, d)  # MuJoCo from the same warm start
+        scale = np.max(np.abs(d.qacc))
+        worst = max(worst, np.max(np.abs(np.asarray(out.qacc[0]) - d.qacc)) / scale)
+        moved = max(moved, np.max(np.abs(d.qacc_warmstart - d.qacc)) / scale)
+    assert moved > 1e-12  # the solver had a step to take (a floored curvature shrinks it to a fraction)
+    assert worst < 1e-14, worst

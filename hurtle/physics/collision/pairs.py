@@ -102,16 +102,16 @@ def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
         return []
     filterparent = not m.opt.disableflags & _DSBL.mjDSBL_FILTERPARENT
     excluded = set(int(s) for s in m.exclude_signature)
-    explicit = {}
+    explicit = {}  # a geom pair declared more than once is collided once per declaration, as in MuJoCo
     for k in range(m.npair):
         g1, g2 = int(m.pair_geom1[k]), int(m.pair_geom2[k])
-        explicit[(min(g1, g2), max(g1, g2))] = k
+        explicit.setdefault((min(g1, g2), max(g1, g2)), []).append(k)
     pairs = []
     for g1 in range(m.ngeom):
         for g2 in range(g1 + 1, m.ngeom):
             key = (g1, g2)
             if key in explicit:
-                pairs.append((g1, g2, explicit.pop(key)))
+                pairs += [(g1, g2, k) for k in explicit.pop(key)]
                 continue
             ct1, ca1, ct2, ca2 = m.geom_contype[g1], m.geom_conaffinity[g1], m.geom_contype[g2], m.geom_conaffinity[g2]
             if not (ct1 & ca2) and not (ct2 & ca1):
@@ -126,7 +126,7 @@ def candidate_pairs(m: mujoco.MjModel) -> list[tuple[int, int, int]]:
             if (lo << 16) + hi in excluded:
                 continue
             pairs.append((g1, g2, -1))
-    pairs += [(min(k_), max(k_), v) for k_, v in explicit.items()]
+    pairs += [(min(k_), max(k_), k) for k_, ks in explicit.items() for k in ks]
     out = []
     for g1, g2, ip in pairs:
         if m.geom_type[g1] > m.geom_type[g2]:

@@ -102,8 +102,6 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         refuse("engine plugins")
     if getattr(m, "nplastic", 0) and np.any(m.jnt_springyield):
         refuse("plastic joint springs (springyield)")
-    if m.opt.noslip_iterations > 0 and not m.opt.disableflags & _DSBL.mjDSBL_CONSTRAINT:
-        refuse("the noslip solver (option noslip_iterations > 0)")
     if m.opt.integrator == mujoco.mjtIntegrator.mjINT_DISCRETE:
         refuse("the 'discrete' integrator")
     if m.opt.disableactuator and not m.opt.disableflags & _DSBL.mjDSBL_ACTUATION:
@@ -342,6 +340,7 @@ def from_mujoco(
         o_solimp=f(opt.o_solimp),
         o_friction=f(opt.o_friction),
         ccd_tolerance=f(opt.ccd_tolerance),
+        noslip_tolerance=f(opt.noslip_tolerance),
         integrator=int(opt.integrator),
         solver=int(opt.solver),
         cone=int(opt.cone),
@@ -459,6 +458,8 @@ def from_mujoco(
         jnt_type=i(m.jnt_type),
         jnt_qposadr=i(m.jnt_qposadr),
         jnt_dofadr=i(m.jnt_dofadr),
+        dof_treeid=i(m.dof_treeid),
+        body_treeid=i(m.body_treeid),
         jnt_bodyid=i(m.jnt_bodyid),
         jnt_limited=b(m.jnt_limited),
         jnt_actfrclimited=b(m.jnt_actfrclimited),

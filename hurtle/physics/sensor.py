@@ -18,6 +18,7 @@ import mujoco
 import numpy as np
 
 from hurtle.physics import math, ray
+from hurtle.physics.collision import contact_order
 from hurtle.physics.types import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, SPHERE, Data, Model
 
 S = mujoco.mjtSensor
@@ -319,18 +320,6 @@ CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3)  # found, force, torque, dist, pos, normal,
 REDUCE_NONE, REDUCE_MINDIST, REDUCE_MAXFORCE, REDUCE_NETFORCE = 0, 1, 2, 3
 
 
-def _contact_order(m: Model, d: Data) -> jax.Array:
-    """The contact slots in MuJoCo's contact order (mj_collision walks body pairs by their ids, then each pair's
-    geoms, each pair's contacts in its narrow phase's order), active ones first. Contacts of one geom pair at the
-    same depth may be listed in another order than MuJoCo's (as the collision tests allow)."""
-    g1, g2 = jnp.maximum(d.contact.geom1, 0), jnp.maximum(d.contact.geom2, 0)
-    bodies = jnp.asarray(m.geom_bodyid)
-    b1, b2 = bodies[g1], bodies[g2]
-    first = b1 <= b2
-    ga, gb = jnp.where(first, g1, g2), jnp.where(first, g2, g1)
-    return jnp.lexsort((jnp.arange(m.ncon_max), gb, ga, jnp.maximum(b1, b2), jnp.minimum(b1, b2), ~d.contact.active))
-
-
 def _contact_match(m: Model, d: Data, i: int) -> tuple[jax.Array, jax.Array]:
     """Which contacts sensor i's objects take part in, and whether to flip each one's normal (matchContact)."""
     t1, id1, t2, id2 = (int(x[i]) for x in (m.sensor_objtype, m.sensor_objid, m.sensor_reftype, m.sensor_refid))
@@ -393,7 +382,7 @@ def _contact_sensor(m: Model, d: Data, i: int, forces: jax.Array) -> jax.Array:
         }
         first = jnp.where(found > 0, jnp.concatenate([values[k] for k in fields]), 0.0)  # no match: all zero
         return jnp.concatenate([first, jnp.zeros((num - 1) * size, dt)])
-    rank = jnp.zeros(m.ncon_max, jnp.int32).at[_contact_order(m, d)].set(jnp.arange(m.ncon_max, dtype=jnp.int32))
+    rank = jnp.zeros(m.ncon_max, jnp.int32).at[contact_order(m, d)].set(jnp.arange(m.ncon_max, dtype=jnp.int32))
     if reduce == REDUCE_MINDIST:
         criterion = d.contact.dist
     elif reduce == REDUCE_MAXFORCE:

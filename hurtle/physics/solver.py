@@ -32,6 +32,7 @@ from hurtle.physics.constraint import (
     QUADRATIC,
     SATISFIED,
 )
+from hurtle.physics.noslip import noslip
 from hurtle.physics.types import Data, Model
 
 _DSBL = mujoco.mjtDisableBit
@@ -379,7 +380,10 @@ def solve(m: Model, d: Data) -> Data:
 
             out = tracing.while_loop(lambda c: c[0], every_row, (overflow, *out))[1:]
         qacc, force, state, qfrc, niter = out
-        return d.replace(qacc=qacc, efc_force=force, efc_state=state, qfrc_constraint=qfrc, solver_niter=niter)
+        d = d.replace(qacc=qacc, efc_force=force, efc_state=state, qfrc_constraint=qfrc, solver_niter=niter)
+    if m.opt.noslip_iterations > 0:
+        d = noslip(m, d)
+    return d
 
 
 def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):

@@ -74,6 +74,7 @@ class Option:
     o_solimp: jax.Array
     o_friction: jax.Array
     ccd_tolerance: jax.Array
+    noslip_tolerance: jax.Array
     integrator: int = static_field()
     solver: int = static_field()
     cone: int = static_field()
@@ -207,6 +208,8 @@ class Model:
     dof_bodyid: np.ndarray = static_field()
     dof_jntid: np.ndarray = static_field()
     dof_parentid: np.ndarray = static_field()
+    dof_treeid: np.ndarray = static_field()  # kinematic tree of each dof (constraint islands)
+    body_treeid: np.ndarray = static_field()  # tree of each body, -1 for static bodies
     geom_type: np.ndarray = static_field()
     geom_bodyid: np.ndarray = static_field()
     geom_contype: np.ndarray = static_field()

@@ -84,18 +84,6 @@ def test_gymnasium_and_dm_control_with_contacts_disabled(path):
     model."""
     mm = mujoco.MjModel.from_xml_path(path)
     mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-    try:
-        hp.from_mujoco(mm)
-    except NotImplementedError as e:
-        # only features of later issues may be refused, by name: the noslip solver
-        assert "noslip" in str(e), e
-        if "noslip" not in str(e):
-            pytest.skip(str(e))
-        # the noslip solver needs constraints: without them the model is supported and must match
-        mm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        model, out, mjds = P.forward_at_random_states(mm, 2, 0, source=path)
-        P.assert_parity(P.compare(model, out, mm, mjds), label=path)
-        return
     solved = ("qacc", "qfrc_constraint", "efc_force", "sensordata")  # acceleration sensors follow the solve
     worst, _ = constrained_parity(_tight(mm, "NEWTON"), nstates=2, fields=P.FORWARD_FIELDS + ("qfrc_constraint",))
     P.assert_parity({f: e for f, e in worst.items() if f not in solved}, label=path)

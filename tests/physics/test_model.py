@@ -162,16 +162,11 @@ def test_sdf_geoms_refused_by_name():
 
 
 def test_refusal_only_when_flags_would_use_the_feature():
-    # the ellipsoid fluid model is not used when passive forces are off; noslip needs constraints
+    # the ellipsoid fluid model is not used when passive forces are off
     hp.load(
         _xml(
             "<body><freejoint/><geom size='.1' fluidshape='ellipsoid'/></body>",
             option="density='1'><flag spring='disable' damper='disable'/></option><option",
         )
     )
-    hp.load(
-        _xml(
-            "<body><freejoint/><geom size='.1'/></body>",
-            option="noslip_iterations='3'><flag constraint='disable'/></option><option",
-        )
-    )
+

@@ -183,3 +183,15 @@ def collision(m: Model, d: Data) -> Data:
         fields = {k: v[src] for k, v in fields.items()}
         fields["active"] = fields["active"] & kept
         return d.replace(contact=d.contact.replace(**fields), ncon_dropped=dropped)
+
+
+def contact_order(m: Model, d: Data) -> jax.Array:
+    """The contact slots in MuJoCo's contact order (mj_collision walks body pairs by their ids, then each pair's
+    geoms, each pair's contacts in its narrow phase's order), active ones first. Contacts of one geom pair at the
+    same depth may be listed in another order than MuJoCo's (as the collision tests allow)."""
+    g1, g2 = jnp.maximum(d.contact.geom1, 0), jnp.maximum(d.contact.geom2, 0)
+    bodies = jnp.asarray(m.geom_bodyid)
+    b1, b2 = bodies[g1], bodies[g2]
+    first = b1 <= b2
+    ga, gb = jnp.where(first, g1, g2), jnp.where(first, g2, g1)
+    return jnp.lexsort((jnp.arange(m.ncon_max), gb, ga, jnp.maximum(b1, b2), jnp.minimum(b1, b2), ~d.contact.active))

@@ -17,6 +17,7 @@ from hurtle.physics.types import (
     GAIN_AFFINE,
     JNT_BALL,
     JNT_FREE,
+    TRN_BODY,
     TRN_JOINT,
     TRN_JOINTINPARENT,
     TRN_SITE,
@@ -78,7 +79,39 @@ def transmission(m: Model, d: Data) -> Data:
             site_len, site_moment = _site_transmission(m, d, a)
             length = length.at[a].set(site_len)
             moment = moment.at[a].set(site_moment)
+        a = np.nonzero(trn == TRN_BODY)[0]
+        if a.size:  # no meaningful length: 0
+            moment = moment.at[a].set(_body_transmission(m, d, tid[a]))
         return d.replace(actuator_length=length, actuator_moment=moment)
+
+
+def _body_transmission(m: Model, d: Data, bodies: np.ndarray) -> jax.Array:
+    """Moment rows of body transmissions (adhesion, mj_transmission's mjTRN_BODY): minus the mean normal Jacobian
+    of the body's contacts, those with constraint rows and those found inside the gap (which pull the body in
+    before it touches). The slots that can involve each body are known when the model is built."""
+    from hurtle.physics.collision import slot_geoms
+    from hurtle.physics.constraint import jac_point
+
+    geoms = slot_geoms(m)  # (from_mujoco refuses body transmissions with caller-filled or capped slots)
+    if geoms is None:  # no contacts at all
+        return jnp.zeros((len(bodies), m.nv), d.qpos.dtype)
+    b1, b2 = m.geom_bodyid[geoms[0]], m.geom_bodyid[geoms[1]]
+    rows = []
+    for body in bodies:
+        slots = np.nonzero((b1 == body) | (b2 == body))[0]
+        if slots.size == 0:
+            rows.append(jnp.zeros(m.nv, d.qpos.dtype))
+            continue
+        con = d.contact
+        pos, normal = con.pos[slots], con.frame[slots, 0]
+        jac1, _ = jac_point(m, d, b1[slots], pos)
+        jac2, _ = jac_point(m, d, b2[slots], pos)
+        jn = math.einsum("kc,kcv->kv", normal, jac2 - jac1)
+        use = con.active[slots] | con.gap[slots]
+        count = jnp.sum(use.astype(jn.dtype))
+        total = jnp.sum(jnp.where(use[:, None], jn, 0.0), axis=0)
+        rows.append(jnp.where(count > 0, -total / jnp.maximum(count, 1.0), 0.0))
+    return jnp.stack(rows)
 
 
 def _common_chain(m: Model, site: int, ref: int) -> np.ndarray:

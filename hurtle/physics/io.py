@@ -151,6 +151,7 @@ def make_data(m: Model) -> Data:
         geom2=jnp.full(n, -1, jnp.int32),
         dim=jnp.asarray(m.contact_dim, jnp.int32).reshape(n),
         active=jnp.zeros(n, bool),
+        gap=jnp.zeros(n, bool),
     )
     return Data(contact=contact, **fields)
 

@@ -137,7 +137,7 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         types_b = {int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])}
         if body_free_ok & types_b and m.body_jntnum[b] > 1:
             refuse(f"a free joint combined with other joints ({_label(names, 'body', b)})")
-    ok_trn = {types.TRN_JOINT, types.TRN_JOINTINPARENT, types.TRN_TENDON, types.TRN_SITE}
+    ok_trn = {types.TRN_JOINT, types.TRN_JOINTINPARENT, types.TRN_TENDON, types.TRN_SITE, types.TRN_BODY}
     ok_dyn = {types.DYN_NONE, types.DYN_INTEGRATOR, types.DYN_FILTER, types.DYN_FILTEREXACT}
     for i in range(m.nu):
         label = _label(names, "actuator", i)
@@ -300,6 +300,7 @@ def from_mujoco(
     if nconmax is not None and (isinstance(nconmax, bool) or not isinstance(nconmax, (int, np.integer)) or nconmax < 1):
         raise ValueError(f"{source}: nconmax must be a positive number of contacts, got {nconmax!r}")
     compaction = None
+    caller_slots = contact_dims is not None
     if contact_dims is None:
         groups, contact_dims = build_groups(m, names, source)
         cap = int(m.nconmax) if nconmax is None else int(nconmax)
@@ -311,6 +312,13 @@ def from_mujoco(
                 f"{source}: nconmax caps hurtle's own collision; with contact_dims the caller sets the slots"
             )
         groups, cap = (), -1
+    body_trn = np.nonzero(m.actuator_trntype == types.TRN_BODY)[0]
+    if body_trn.size and (compaction is not None or caller_slots):
+        why = "a contact cap (nconmax)" if compaction is not None else "caller-filled contact slots (contact_dims)"
+        raise NotImplementedError(
+            f"{source}: a body (adhesion) transmission ({_label(names, 'actuator', int(body_trn[0]))}) with {why}: "
+            "the transmission reads the contacts found inside the gap, which capped or caller-filled slots leave out"
+        )
     _check_contact_dims(m, contact_dims, source)
     layout = build_layout(m, contact_dims)
     fdt = float_dtype()

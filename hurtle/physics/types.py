@@ -20,7 +20,7 @@ from hurtle.physics.dataclass import pytree_dataclass, static_field
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
 JNT_QPOS = np.array([7, 4, 1, 1])
 JNT_DOF = np.array([6, 3, 1, 1])
-TRN_JOINT, TRN_JOINTINPARENT, TRN_TENDON, TRN_SITE = 0, 1, 3, 4
+TRN_JOINT, TRN_JOINTINPARENT, TRN_TENDON, TRN_SITE, TRN_BODY = 0, 1, 3, 4, 5
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
 GAIN_FIXED, GAIN_AFFINE = 0, 1
 BIAS_NONE, BIAS_AFFINE = 0, 1
@@ -303,6 +303,9 @@ class Contact:
     geom2: jax.Array
     dim: jax.Array  # condim of each slot (fixed when the model is built)
     active: jax.Array
+    # found inside the gap (margin <= dist < margin + gap): no constraint rows (MuJoCo's excluded contacts), but
+    # body (adhesion) transmissions pull through them
+    gap: jax.Array
 
 
 @pytree_dataclass

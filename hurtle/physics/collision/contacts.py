@@ -176,12 +176,14 @@ def collision(m: Model, d: Data) -> Data:
             geom1=jnp.asarray(g1[ps], jnp.int32),
             geom2=jnp.asarray(g2[ps], jnp.int32),
             active=active,
+            gap=ok & (dist >= margin[:, 0]),
         )
         if m.contact_compaction is None:
             return d.replace(contact=d.contact.replace(**fields))
         src, kept, dropped = compact(m.contact_compaction, active)
         fields = {k: v[src] for k, v in fields.items()}
         fields["active"] = fields["active"] & kept
+        fields["gap"] = fields["gap"] & kept  # (kept slots hold active contacts: the gap's are not kept)
         return d.replace(contact=d.contact.replace(**fields), ncon_dropped=dropped)
 
 

@@ -21,6 +21,7 @@ from hurtle.physics.types import (
     TRN_JOINT,
     TRN_JOINTINPARENT,
     TRN_SITE,
+    TRN_SLIDERCRANK,
     TRN_TENDON,
     Data,
     Model,
@@ -79,10 +80,40 @@ def transmission(m: Model, d: Data) -> Data:
             site_len, site_moment = _site_transmission(m, d, a)
             length = length.at[a].set(site_len)
             moment = moment.at[a].set(site_moment)
+        a = np.nonzero(trn == TRN_SLIDERCRANK)[0]
+        if a.size:
+            crank_len, crank_moment = _slider_crank(m, d, a)
+            length = length.at[a].set(crank_len)
+            moment = moment.at[a].set(crank_moment)
         a = np.nonzero(trn == TRN_BODY)[0]
         if a.size:  # no meaningful length: 0
             moment = moment.at[a].set(_body_transmission(m, d, tid[a]))
         return d.replace(actuator_length=length, actuator_moment=moment)
+
+
+def _slider_crank(m: Model, d: Data, a: np.ndarray) -> tuple[jax.Array, jax.Array]:
+    """Lengths and moment rows of slider-crank transmissions (mjTRN_SLIDERCRANK): a rod of length r from the crank
+    site to a point on the slider site's z axis; length = a'v - sqrt((a'v)^2 + r^2 - v'v) (v from slider to
+    crank), or a'v where the rod cannot reach the axis, and its gradient through both sites' Jacobians."""
+    from hurtle.physics.constraint import jac_point
+
+    crank, slider = m.actuator_trnid[a, 0], m.actuator_trnid[a, 1]
+    rod = m.actuator_cranklength[a]
+    axis = d.site_xmat[slider][:, :, 2]
+    vec = d.site_xpos[crank] - d.site_xpos[slider]
+    av = math.dot(vec, axis)
+    det = av * av + rod * rod - math.dot(vec, vec)
+    ok = det > 0
+    sdet = jnp.sqrt(jnp.where(ok, det, 1.0))
+    length = jnp.where(ok, av - sdet, av)
+    dldv = jnp.where(ok[:, None], axis * (1 - av / sdet)[:, None] + vec / sdet[:, None], axis)
+    dlda = jnp.where(ok[:, None], vec * (1 - av / sdet)[:, None], vec)
+    jac_s, jacr_s = jac_point(m, d, m.site_bodyid[slider], d.site_xpos[slider])
+    jac_c, _ = jac_point(m, d, m.site_bodyid[crank], d.site_xpos[crank])
+    jac_axis = math.cross(jacr_s.transpose(0, 2, 1), axis[:, None, :]).transpose(0, 2, 1)  # d axis / dq
+    moment = math.einsum("kc,kcv->kv", dlda, jac_axis) + math.einsum("kc,kcv->kv", dldv, jac_c - jac_s)
+    gear = m.actuator_gear[a, 0]
+    return gear * length, gear[:, None] * moment
 
 
 def _body_transmission(m: Model, d: Data, bodies: np.ndarray) -> jax.Array:

@@ -20,7 +20,7 @@ from hurtle.physics.dataclass import pytree_dataclass, static_field
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = 0, 1, 2, 3
 JNT_QPOS = np.array([7, 4, 1, 1])
 JNT_DOF = np.array([6, 3, 1, 1])
-TRN_JOINT, TRN_JOINTINPARENT, TRN_TENDON, TRN_SITE, TRN_BODY = 0, 1, 3, 4, 5
+TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = 0, 1, 2, 3, 4, 5
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT = 0, 1, 2, 3
 GAIN_FIXED, GAIN_AFFINE = 0, 1
 BIAS_NONE, BIAS_AFFINE = 0, 1
@@ -142,6 +142,7 @@ class Model:
     actuator_biasprm: jax.Array
     actuator_dynprm: jax.Array
     actuator_lengthrange: jax.Array
+    actuator_cranklength: jax.Array
     actuator_acc0: jax.Array
     actuator_length0: jax.Array
     tendon_stiffness: jax.Array

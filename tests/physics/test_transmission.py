@@ -77,3 +77,41 @@ def test_body_transmission_refused_with_capped_or_caller_filled_contacts():
         hp.from_mujoco(mm, source=ADHESION, nconmax=4)
     with pytest.raises(NotImplementedError, match="caller-filled contact slots"):
         hp.from_mujoco(mm, source=ADHESION, contact_dims=[3] * 8)
+
+
+def test_slider_crank_matches_mujoco_where_the_rod_reaches_and_where_it_cannot():
+    """Slider-crank lengths, moments and the dynamics they drive, from states near the reference pose (the rod
+    reaches the slider's axis) and far from it (it cannot: MuJoCo's length is then the projection on the axis);
+    a 300-step trajectory under a position servo through the crank stays with MuJoCo's."""
+    path = os.path.join(MODELS, "slider_crank.xml")
+    mm = _tight(mujoco.MjModel.from_xml_path(path))
+    model = hp.from_mujoco(mm, source=path)
+    rng = np.random.default_rng(0)
+    mjds = []
+    for spread in (0.0, 0.01, 0.01, 1.5, 1.5, 1.5):
+        d = P.random_state(mm, rng)
+        d.qpos[:] = mm.qpos0 + spread * rng.standard_normal(mm.nq)
+        mjds.append(d)
+    out = P.batched(hp.forward)(model, P.batch_data(model, mm, mjds))
+    reach = []
+    for b, d in enumerate(mjds):
+        mujoco.mj_forward(mm, d)
+        moment = np.zeros((mm.nu, mm.nv))
+        mujoco.mju_sparse2dense(moment, d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind)
+        assert P.rel_error(out.actuator_length[b], d.actuator_length) <= 1e-12
+        assert P.rel_error(out.actuator_moment[b], moment) <= 1e-12
+        assert P.rel_error(out.qacc[b], d.qacc) <= 1e-10
+        crank, slider = d.site_xpos[mm.site("pin2").id], d.site_xpos[mm.site("slider2").id]
+        axis = d.site_xmat[mm.site("slider2").id].reshape(3, 3)[:, 2]
+        v = crank - slider
+        reach.append((v @ axis) ** 2 + 0.05**2 - v @ v > 0)  # the short rod's
+    assert any(reach) and not all(reach)  # both of MuJoCo's branches
+    md = mujoco.MjData(mm)
+    md.ctrl[:] = [0.0, 0.3, -0.2]
+    qpos = P.qpos_rollout(model, hp.from_mjdata(model, md, mm), 300)
+    ref = []
+    for _ in range(300):
+        mujoco.mj_step(mm, md)
+        ref.append(md.qpos.copy())
+    assert P.rel_error(qpos, np.array(ref)) <= 1e-9
+    assert np.ptp(np.array(ref)[:, mm.jnt_qposadr[mm.joint("piston").id]]) > 0.01  # the servo moved the piston

@@ -208,8 +208,9 @@ def build_groups(m: mujoco.MjModel, names: dict, source: str) -> tuple[tuple, np
             and (m.opt.disableflags & _DSBL.mjDSBL_NATIVECCD)
         ):
             raise NotImplementedError(
-                f"{source}: the nativeccd disable flag (MuJoCo's libccd collider) is not supported by hurtle; "
-                f"remove it to collide {what}"
+                f"{source}: the nativeccd disable flag (MuJoCo's older libccd collider) is not supported by hurtle; "
+                f"remove it to collide {what} with MuJoCo's native collider, which hurtle implements (libccd's "
+                "contacts differ from it in depth and number)"
             )
         if entry is None:
             raise NotImplementedError(f"{source}: collisions between {what} are not supported by hurtle yet")

@@ -137,7 +137,14 @@ def _check_supported(m: mujoco.MjModel, names: dict, source: str) -> None:
         types_b = {int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])}
         if body_free_ok & types_b and m.body_jntnum[b] > 1:
             refuse(f"a free joint combined with other joints ({_label(names, 'body', b)})")
-    ok_trn = {types.TRN_JOINT, types.TRN_JOINTINPARENT, types.TRN_TENDON, types.TRN_SITE, types.TRN_BODY, types.TRN_SLIDERCRANK}
+    ok_trn = {
+        types.TRN_JOINT,
+        types.TRN_JOINTINPARENT,
+        types.TRN_TENDON,
+        types.TRN_SITE,
+        types.TRN_BODY,
+        types.TRN_SLIDERCRANK,
+    }
     ok_dyn = {types.DYN_NONE, types.DYN_INTEGRATOR, types.DYN_FILTER, types.DYN_FILTEREXACT}
     for i in range(m.nu):
         label = _label(names, "actuator", i)

@@ -42,8 +42,8 @@ from hurtle.physics.constraint import (
     LIMIT_JOINT,
     LINEARNEG,
     LINEARPOS,
-    QUADRATIC,
     OBJ_SITE,
+    QUADRATIC,
     SATISFIED,
 )
 from hurtle.physics.types import Data, Model
@@ -81,7 +81,9 @@ def _contact_blocks(m: Model) -> _Blocks | None:
     table = np.full((len(rows), width), lay.nefc)
     for b, r in enumerate(rows):
         table[b, : len(r)] = r
-    return _Blocks(table.astype(np.int32), np.array(slot, np.int32), np.array(sub, np.int32), np.array(normal, np.int32))
+    return _Blocks(
+        table.astype(np.int32), np.array(slot, np.int32), np.array(sub, np.int32), np.array(normal, np.int32)
+    )
 
 
 def _qcqp(a: jax.Array, b: jax.Array, d: jax.Array, r: jax.Array, valid: jax.Array, pivots: jax.Array):
@@ -156,7 +158,9 @@ def _row_islands(m: Model, d: Data) -> tuple[jax.Array, int]:
     special[eq] = True
     trees = jnp.arange(ntree, dtype=jnp.int32)
     dof_tree = jnp.asarray(m.dof_treeid)[:, None] == trees  # (nv, ntree)
-    touch = jnp.where(special[:, None], False, math.matmul((d.efc_J != 0).astype(d.efc_J.dtype), dof_tree.astype(d.efc_J.dtype)) > 0)
+    touch = jnp.where(
+        special[:, None], False, math.matmul((d.efc_J != 0).astype(d.efc_J.dtype), dof_tree.astype(d.efc_J.dtype)) > 0
+    )
     a, b = jnp.asarray(t1), jnp.asarray(t2)
     if con.any():
         geoms = slot_geoms(m)
@@ -228,7 +232,9 @@ def noslip(m: Model, d: Data) -> Data:
 
         if blocks is not None:
             rank = jnp.zeros(m.ncon_max, jnp.int32).at[contact_order(m, d)].set(jnp.arange(m.ncon_max, dtype=jnp.int32))
-            order = jnp.argsort(rank[blocks.slot] * 8 + jnp.asarray(blocks.sub, jnp.int32))  # MuJoCo's contact order, then direction
+            order = jnp.argsort(
+                rank[blocks.slot] * 8 + jnp.asarray(blocks.sub, jnp.int32)
+            )  # MuJoCo's contact order, then direction
             brows = jnp.asarray(blocks.rows)[order]
             bnormal = jnp.asarray(blocks.normal)[order]
             width = blocks.rows.shape[1]

@@ -24,7 +24,12 @@ def _dh(q):
     for i in range(6):
         ct, st, ca, sa = np.cos(q[i]), np.sin(q[i]), np.cos(DH_ALPHA[i]), np.sin(DH_ALPHA[i])
         out = out @ np.array(
-            [[ct, -st * ca, st * sa, DH_A[i] * ct], [st, ct * ca, -ct * sa, DH_A[i] * st], [0, sa, ca, DH_D[i]], [0, 0, 0, 1]]
+            [
+                [ct, -st * ca, st * sa, DH_A[i] * ct],
+                [st, ct * ca, -ct * sa, DH_A[i] * st],
+                [0, sa, ca, DH_D[i]],
+                [0, 0, 0, 1],
+            ]
         )
     return out
 

@@ -109,10 +109,11 @@ def test_bad_file_names_the_file(tmp_path):
         ),
         (
             _xml(
-                "<body><joint name='j' type='hinge'/><geom size='.1'/><site name='s'/></body>",
-                "<actuator><adhesion name='sucker' body='world' ctrlrange='0 1'/></actuator>",
+                "<geom type='plane' size='1 1 .1'/>"
+                + "".join(f"<body name='b{i}' pos='{i} 0 1'><freejoint/><geom size='.1'/></body>" for i in range(6)),
+                "<size nconmax='4'/><actuator><adhesion name='sucker' body='b0' ctrlrange='0 1'/></actuator>",
             ),
-            "transmission 'body'.*'sucker'",
+            r"body \(adhesion\) transmission \(actuator 'sucker'\) with a contact cap",
         ),
         (
             _xml(
@@ -127,7 +128,7 @@ def test_bad_file_names_the_file(tmp_path):
         ),
         (_xml("<body><joint type='hinge'/><geom size='.1'/></body>", option="integrator='discrete'"), "discrete"),
     ],
-    ids=["spatial-tendon-armature", "body-transmission", "muscle", "ellipsoid-fluid", "discrete"],
+    ids=["spatial-tendon-armature", "capped-body-transmission", "muscle", "ellipsoid-fluid", "discrete"],
 )
 def test_unsupported_features_are_refused_by_name(xml, match):
     with pytest.raises(NotImplementedError, match=match):
@@ -169,4 +170,3 @@ def test_refusal_only_when_flags_would_use_the_feature():
             option="density='1'><flag spring='disable' damper='disable'/></option><option",
         )
     )
-

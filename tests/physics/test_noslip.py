@@ -39,7 +39,7 @@ def test_noslip_matches_mujoco(cone, islands):
     tol = TOL if islands else 1e-11
     sliding = 0
     for b, d in enumerate(mjds):
-        world = jax.tree.map(lambda x: x[b], out)
+        world = jax.tree.map(lambda x, b=b: x[b], out)
         worst = P.constrained_errors(model, world, d)  # contact rows paired by contact
         assert max(worst.values()) <= tol, worst
         if not islands:

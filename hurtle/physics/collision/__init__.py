@@ -12,4 +12,13 @@ Imports point one way: contacts -> pairs -> the narrow-phase modules -> ccd, mul
 from hurtle.physics.collision.contacts import collision, contact_order, make_frame, slot_geoms
 from hurtle.physics.collision.pairs import MESH_TABLE_MB, NARROW, build_compaction, build_groups
 
-__all__ = ["MESH_TABLE_MB", "NARROW", "build_compaction", "build_groups", "collision", "contact_order", "make_frame", "slot_geoms"]
+__all__ = [
+    "MESH_TABLE_MB",
+    "NARROW",
+    "build_compaction",
+    "build_groups",
+    "collision",
+    "contact_order",
+    "make_frame",
+    "slot_geoms",
+]

@@ -99,3 +99,6 @@ register("pusher", "hurtle.envs.manipulation.pusher:Pusher", episode_length=100)
 register("ant", "hurtle.envs.locomotion.ant:Ant", episode_length=1000)
 register("humanoid", "hurtle.envs.locomotion.humanoid:Humanoid", episode_length=1000)
 register("humanoidstandup", "hurtle.envs.locomotion.humanoidstandup:HumanoidStandup", episode_length=1000)
+
+# hurtle's own tasks: targets reached again and again
+register("ur5e_reach", "hurtle.envs.manipulation.ur5e:UR5eReach", episode_length=500)

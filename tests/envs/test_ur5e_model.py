@@ -72,3 +72,39 @@ def test_hurtle_matches_mujoco_on_the_arm_with_contacts():
         contacts += md.ncon
     assert contacts > 0
     assert P.rel_error(qpos, np.array(ref)) <= 1e-8
+
+
+def test_reach_task_counts_hits_and_moves_the_target():
+    """ur5e_reach: observation and reward terms; a target put at the tool tip of the arm at rest is reached on
+    the next step (bonus 10, the count goes up) and jumps to a new place inside the workspace; random actions
+    keep everything finite."""
+    import jax
+    import jax.numpy as jnp
+
+    from hurtle.envs.manipulation.ur5e import SHOULDER, sample_workspace
+
+    env = envs.make("ur5e_reach")
+    task = env.unwrapped
+    step = jax.jit(env.step)
+    s = jax.jit(env.reset)(jax.random.key(0))
+    assert s.obs.shape == (21,) and env.action_space.shape == (6,)
+    assert {"reward/reach", "reward/motion", "reward/hit", "targets/reached", "targets/time"} <= set(s.metrics)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        s = step(s, jnp.asarray(rng.uniform(-1, 1, 6), s.obs.dtype))
+    assert np.all(np.isfinite(np.asarray(s.obs)))
+    for _ in range(100):  # back home, at rest
+        s = step(s, jnp.zeros(6, s.obs.dtype))
+    tool = task.effector(s.physics)
+    s = s.replace(physics=task._place(s.physics, tool))
+    hit = step(s, jnp.zeros(6, s.obs.dtype))
+    assert float(hit.metrics["reward/hit"]) == 10.0 and float(hit.metrics["targets/reached"]) == 1.0
+    assert float(hit.metrics["targets/time"]) == 0.0
+    new = np.asarray(task.target(hit.physics))
+    assert np.linalg.norm(new - np.asarray(tool)) > 0.02
+    targets = np.asarray(jax.vmap(lambda k: sample_workspace(k, np.float32))(jax.random.split(jax.random.key(1), 512)))
+    radius = np.linalg.norm(targets[:, :2], axis=1)
+    assert np.all((radius >= 0.3 - 1e-6) & (radius <= 0.75 + 1e-6))
+    assert np.all((targets[:, 2] >= 0.1) & (targets[:, 2] <= 0.6))
+    assert np.all(np.linalg.norm(targets - SHOULDER, axis=1) < 0.8)
+    assert np.ptp(np.arctan2(targets[:, 1], targets[:, 0])) > 6.0  # every direction

@@ -1,0 +1,94 @@
+"""Tasks whose goal is a target that jumps to a new random place each time it is reached (the reaching, fetching
+and grasping tasks): the target, its sampling and the hit bookkeeping, written once.
+
+The target is a mocap body of the task's model (`target_body`, default "target"): its position is
+`data.mocap_pos`, so the physics, the viewer and the observation all see it, and moving it is a write to the
+physics state. A subclass defines where the target may appear (`sample_target`) and what must reach it
+(`effector`); `hit_radius` and `hit_bonus` say when it counts and what it pays.
+
+Each step, after the physics: if the effector is within `hit_radius` of the target, the step earns `hit_bonus`
+(the reward term `hit`), the episode's count `targets/reached` goes up by one, and the target is resampled with
+the task's own key (carried in `info["target_key"]`). `targets/reached` is the count so far in the episode, so
+its value on an episode's last step is the episode's (as `episode/return`); `targets/time` is the time in
+seconds since the current target appeared.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+
+import hurtle.physics as hp
+from hurtle.envs.base import State
+from hurtle.envs.physics_env import PhysicsEnv
+
+
+class TargetTask(PhysicsEnv):
+    """A `PhysicsEnv` with a target to reach, again and again (see the module's docstring)."""
+
+    target_body: ClassVar[str] = "target"
+    hit_radius: ClassVar[float] = 0.02
+    hit_bonus: ClassVar[float] = 10.0
+
+    def __init__(self, xml=None, n_frames: int | None = None):
+        super().__init__(xml, n_frames)
+        body = self.model.name2id("body", self.target_body)
+        mocap = int(self.model.body_mocapid[body])
+        if mocap < 0:
+            raise ValueError(
+                f"{type(self).__name__}: body {self.target_body!r} of {self.model.source} must be a mocap body"
+            )
+        self._target_mocap = mocap
+
+    # -- what a subclass defines --
+
+    def sample_target(self, key: jax.Array, data: hp.Data) -> jax.Array:
+        """A new target position (3,), given the state it appears in."""
+        raise NotImplementedError(f"{type(self).__name__} must define sample_target(key, data)")
+
+    def effector(self, data: hp.Data) -> jax.Array:
+        """The position (3,) that must reach the target."""
+        raise NotImplementedError(f"{type(self).__name__} must define effector(data)")
+
+    # -- the target --
+
+    def target(self, data: hp.Data) -> jax.Array:
+        return data.mocap_pos[self._target_mocap]
+
+    def to_target(self, data: hp.Data) -> jax.Array:
+        """The target's position minus the effector's (3,)."""
+        return self.target(data) - self.effector(data)
+
+    def _place(self, data: hp.Data, pos: jax.Array) -> hp.Data:
+        return data.replace(mocap_pos=data.mocap_pos.at[self._target_mocap].set(pos.astype(data.mocap_pos.dtype)))
+
+    def reset(self, key: jax.Array) -> State:
+        k_state, k_target, k_next = jax.random.split(key, 3)
+        state = super().reset(k_state)
+        data = self._place(state.physics, self.sample_target(k_target, state.physics))
+        zero = jnp.zeros((), self.dtype)
+        return state.replace(
+            obs=self.observation(data),
+            physics=data,
+            info={**state.info, "target_key": k_next, "targets_reached": zero, "target_time": zero},
+            metrics={**state.metrics, "reward/hit": zero, "targets/reached": zero, "targets/time": zero},
+        )
+
+    def step(self, state: State, action: jax.Array) -> State:
+        new = super().step(state, action)
+        data = new.physics
+        hit = jnp.linalg.norm(self.to_target(data)) < self.hit_radius
+        key, sub = jax.random.split(state.info["target_key"])
+        data = jax.lax.cond(hit, lambda d: self._place(d, self.sample_target(sub, d)), lambda d: d, data)
+        bonus = jnp.where(hit, self.hit_bonus, 0.0).astype(self.dtype)
+        reached = state.info["targets_reached"] + hit.astype(self.dtype)
+        elapsed = jnp.where(hit, 0.0, state.info["target_time"] + self.dt).astype(self.dtype)
+        return new.replace(
+            obs=self.observation(data),
+            physics=data,
+            reward=new.reward + bonus,
+            info={**new.info, "target_key": key, "targets_reached": reached, "target_time": elapsed},
+            metrics={**new.metrics, "reward/hit": bonus, "targets/reached": reached, "targets/time": elapsed},
+        )

@@ -29,6 +29,9 @@ import numpy as np  # noqa: E402
 
 import hurtle.physics as hp  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.physics import parity as P  # noqa: E402
+
 TOL = 1e-6
 
 
@@ -64,16 +67,8 @@ def check(mm: mujoco.MjModel, path: str) -> tuple[str, str]:
     except NotImplementedError as e:
         return "refused", str(e).split(": ", 1)[-1].split(" (")[0]
     forward = jax.jit(hp.forward)
-    md = mujoco.MjData(mm)
-    rng = np.random.default_rng(0)
-    lo = np.where(mm.actuator_ctrllimited, mm.actuator_ctrlrange[:, 0], -1.0)
-    hi = np.where(mm.actuator_ctrllimited, mm.actuator_ctrlrange[:, 1], 1.0)
     worst, contacts = 0.0, 0
-    for _ in range(3):
-        for _ in range(100):
-            md.ctrl[:] = rng.uniform(lo, hi)
-            mujoco.mj_step(mm, md)
-        mujoco.mj_forward(mm, md)
+    for md in P.mujoco_random_walk(mm, np.random.default_rng(0), rounds=3, steps=100):
         out = forward(model, hp.from_mjdata(model, md, mm))
         worst = max(worst, rel(out.qacc, md.qacc), rel(out.sensordata, md.sensordata))
         contacts += md.ncon

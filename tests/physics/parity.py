@@ -216,6 +216,39 @@ def qpos_rollout(model: hp.Model, data: hp.Data, steps: int) -> jax.Array:
     return jax.jit(roll)(model, data)
 
 
+def mujoco_qpos_rollout(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, steps: int) -> tuple[np.ndarray, int]:
+    """MuJoCo's qpos after each of `steps` steps from `mj_data` (advanced in place), and the contacts seen."""
+    qpos, contacts = [], 0
+    for _ in range(steps):
+        mujoco.mj_step(mj_model, mj_data)
+        qpos.append(mj_data.qpos.copy())
+        contacts += mj_data.ncon
+    return np.array(qpos), contacts
+
+
+def mujoco_random_walk(mj_model: mujoco.MjModel, rng: np.random.Generator, rounds: int, steps: int):
+    """Yields one MjData `rounds` times, each after `steps` MuJoCo steps under uniform random controls (in
+    the control range, [-1, 1] where unlimited) and `mj_forward`: states a real trajectory visits."""
+    m = mj_model
+    md = mujoco.MjData(m)
+    lo = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 0], -1.0)
+    hi = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange[:, 1], 1.0)
+    for _ in range(rounds):
+        for _ in range(steps):
+            md.ctrl[:] = rng.uniform(lo, hi)
+            mujoco.mj_step(m, md)
+        mujoco.mj_forward(m, md)
+        yield md
+
+
+def actuator_moment(mj_model: mujoco.MjModel, mj_data: mujoco.MjData) -> np.ndarray:
+    """MuJoCo's sparse actuator_moment as a dense (nu, nv) matrix."""
+    out = np.zeros((mj_model.nu, mj_model.nv))
+    d = mj_data
+    mujoco.mju_sparse2dense(out, d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind)
+    return out
+
+
 def matched_contacts(ours: hp.Data, mj_data: mujoco.MjData) -> list[tuple[int, int, float]]:
     """(our slot, MuJoCo's contact index, largest difference of dist, pos and normal) for each of MuJoCo's
     contacts with rows, paired with the nearest active slot of ours between the same geoms (the engines

@@ -30,18 +30,10 @@ def test_adhesion_matches_mujoco_along_its_trajectory():
     mm = _tight(mujoco.MjModel.from_xml_path(ADHESION))
     model = hp.from_mujoco(mm, source=ADHESION)
     forward = jax.jit(hp.forward)
-    md = mujoco.MjData(mm)
-    rng = np.random.default_rng(0)
-    lo, hi = mm.actuator_ctrlrange.T
     in_gap = pulled = 0
-    for _ in range(8):
-        for _ in range(50):
-            md.ctrl[:] = rng.uniform(lo, hi)
-            mujoco.mj_step(mm, md)
-        mujoco.mj_forward(mm, md)
+    for md in P.mujoco_random_walk(mm, np.random.default_rng(0), rounds=8, steps=50):
         out = forward(model, hp.from_mjdata(model, md, mm))
-        moment = np.zeros((mm.nu, mm.nv))
-        mujoco.mju_sparse2dense(moment, md.actuator_moment, md.moment_rownnz, md.moment_rowadr, md.moment_colind)
+        moment = P.actuator_moment(mm, md)
         assert P.rel_error(out.actuator_moment, moment) <= 1e-12
         assert P.rel_error(out.actuator_length, md.actuator_length) == 0.0
         for field, err in P.constrained_errors(model, out, md).items():
@@ -96,10 +88,8 @@ def test_slider_crank_matches_mujoco_where_the_rod_reaches_and_where_it_cannot()
     reach = []
     for b, d in enumerate(mjds):
         mujoco.mj_forward(mm, d)
-        moment = np.zeros((mm.nu, mm.nv))
-        mujoco.mju_sparse2dense(moment, d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind)
         assert P.rel_error(out.actuator_length[b], d.actuator_length) <= 1e-12
-        assert P.rel_error(out.actuator_moment[b], moment) <= 1e-12
+        assert P.rel_error(out.actuator_moment[b], P.actuator_moment(mm, d)) <= 1e-12
         assert P.rel_error(out.qacc[b], d.qacc) <= 1e-10
         crank, slider = d.site_xpos[mm.site("pin2").id], d.site_xpos[mm.site("slider2").id]
         axis = d.site_xmat[mm.site("slider2").id].reshape(3, 3)[:, 2]
@@ -109,9 +99,6 @@ def test_slider_crank_matches_mujoco_where_the_rod_reaches_and_where_it_cannot()
     md = mujoco.MjData(mm)
     md.ctrl[:] = [0.0, 0.3, -0.2]
     qpos = P.qpos_rollout(model, hp.from_mjdata(model, md, mm), 300)
-    ref = []
-    for _ in range(300):
-        mujoco.mj_step(mm, md)
-        ref.append(md.qpos.copy())
-    assert P.rel_error(qpos, np.array(ref)) <= 1e-9
-    assert np.ptp(np.array(ref)[:, mm.jnt_qposadr[mm.joint("piston").id]]) > 0.01  # the servo moved the piston
+    ref, _ = P.mujoco_qpos_rollout(mm, md, 300)
+    assert P.rel_error(qpos, ref) <= 1e-9
+    assert np.ptp(ref[:, mm.jnt_qposadr[mm.joint("piston").id]]) > 0.01  # the servo moved the piston

@@ -313,7 +313,7 @@ def train(argv: list[str]) -> None:
         )
         if args.resume:
             print(f"hurtle train: resuming {where}")
-        columns = ("eval/episode_return", "eval/episode_return_std", "eval/episode_length") if config.eval_every else ()
+        columns = runner.eval_columns(algo, config) if config.eval_every else ()
         log = MetricsLog(run_dir, columns=columns, resume_step=resume_step) if leader else None
         progress = Progress(config.num_timesteps, start_step=resume_step or 0)
         last: dict[str, float] = {}
@@ -527,6 +527,9 @@ def evaluate(argv: list[str]) -> None:
         f"return {ret.mean():.2f} ± {ret.std():.2f} (min {ret.min():.2f}, max {ret.max():.2f}), "
         f"length {length.mean():.1f}"
     )
+    measures = {k: np.asarray(v, np.float64) for k, v in out.get("metrics", {}).items() if not k.startswith("episode/")}
+    if measures:  # the task's own: success measures at the episodes' ends, reward terms summed over them
+        print("  " + ", ".join(f"{k} {v.mean():.3g} ± {v.std():.2g}" for k, v in sorted(measures.items())))
 
 
 def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, float, str, str]:

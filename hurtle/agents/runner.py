@@ -149,28 +149,35 @@ def evaluate(
     record: Callable[[Any], Any] | None = None,
 ) -> dict[str, jax.Array]:
     """Run `act(policy, obs)` for one episode on each environment of the batched, non-resetting `env`; returns
-    each episode's return and length (`[num_envs]` arrays under "episode_return" and "episode_length").
+    each episode's return and length (`[num_envs]` arrays under "episode_return" and "episode_length") and the
+    task's own measures under "metrics": each reward term `reward/*` summed over the episode, every other
+    metric (a task's success measures, e.g. `targets/reached`) as it stood on the episode's last step.
 
     `record(state)`: what to keep of each state (e.g. the physics' qpos), returned under "frames" with a leading
     axis of `episode_length + 1` (the first state, then each step's); an episode that ended holds its last."""
     state = env.reset(key)
     dtype = state.reward.dtype
+    summed = {k for k in state.metrics if k.startswith("reward/")}
 
     def step(carry, _):
-        state, ret, length, alive, kept = carry
+        state, ret, length, alive, kept, measured = carry
         new = env.step(state, act(policy, state.obs))
         ret = ret + jnp.where(alive, new.reward, jnp.zeros_like(new.reward))
         length = length + alive.astype(dtype)
         if record is not None:
             kept = tree_where(alive, record(new), kept)
+        measured = {
+            k: jnp.where(alive, v + new.metrics[k] if k in summed else new.metrics[k], v) for k, v in measured.items()
+        }
         alive = alive & ~(new.done | new.truncation)
-        return (new, ret, length, alive, kept), kept
+        return (new, ret, length, alive, kept, measured), kept
 
     zeros = jnp.zeros_like(state.reward)
     first = None if record is None else record(state)
-    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool), first)
-    (_, ret, length, _, _), frames = lax.scan(step, carry, None, length=episode_length)
-    out = {"episode_return": ret, "episode_length": length}
+    measured = {k: jnp.zeros_like(v) if k in summed else v for k, v in state.metrics.items()}
+    carry = (state, zeros, zeros, jnp.ones(state.reward.shape, bool), first, measured)
+    (_, ret, length, _, _, measured), frames = lax.scan(step, carry, None, length=episode_length)
+    out = {"episode_return": ret, "episode_length": length, "metrics": measured}
     if record is not None:
         out["frames"] = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first, frames)
     return out
@@ -253,14 +260,30 @@ def rollout(
     )
 
 
+def eval_columns(algo: Algorithm, config: Any) -> tuple[str, ...]:
+    """The names `eval_metrics` logs for `algo`'s runs of `config` (known before the first evaluation, for a
+    metrics table's columns): return and length, and, with the runner's evaluation, the task's measures."""
+    names = ["eval/episode_return", "eval/episode_return_std", "eval/episode_length"]
+    if algo.make_evaluate is None:
+        state = jax.eval_shape(make_env(config).reset, jax.random.key(0))
+        names += [f"eval/{k}" for k in sorted(state.metrics) if not k.startswith("episode/")]
+    return tuple(names)
+
+
 def eval_metrics(episodes: dict[str, Any]) -> dict[str, float]:
-    """The logged summary of `evaluate`'s episodes: mean return and length, and the return's spread."""
+    """The logged summary of `evaluate`'s episodes: mean return and length, the return's spread, and the mean
+    over episodes of each of the task's measures (`eval/targets/reached`, `eval/reward/reach`, ...)."""
     ret = np.asarray(episodes["episode_return"], np.float64)
-    return {
+    out = {
         "eval/episode_return": float(ret.mean()),
         "eval/episode_return_std": float(ret.std()),
         "eval/episode_length": float(np.mean(episodes["episode_length"])),
     }
+    for key, value in episodes.get("metrics", {}).items():
+        if key.startswith("episode/"):
+            continue  # the wrapper's own count of what is above
+        out[f"eval/{key}"] = float(np.mean(np.asarray(value, np.float64)))
+    return out
 
 
 def step_counter() -> jax.Array:
@@ -361,6 +384,7 @@ __all__ = [
     "algorithm_names",
     "check_devices",
     "control_steps",
+    "eval_columns",
     "eval_metrics",
     "evaluate",
     "load_policy",

@@ -101,4 +101,6 @@ register("humanoid", "hurtle.envs.locomotion.humanoid:Humanoid", episode_length=
 register("humanoidstandup", "hurtle.envs.locomotion.humanoidstandup:HumanoidStandup", episode_length=1000)
 
 # hurtle's own tasks: targets reached again and again
-register("ur5e_reach", "hurtle.envs.manipulation.ur5e:UR5eReach", episode_length=500)
+register("ur5e_reach", "hurtle.envs.manipulation.ur5e:UR5eReach", episode_length=250)
+register("ur5e_push", "hurtle.envs.manipulation.ur5e:UR5ePush", episode_length=250)
+register("fetch", "hurtle.envs.locomotion.fetch:Fetch", episode_length=1000)

@@ -8,9 +8,15 @@ physics state. A subclass defines where the target may appear (`sample_target`) 
 
 Each step, after the physics: if the effector is within `hit_radius` of the target, the step earns `hit_bonus`
 (the reward term `hit`), the episode's count `targets/reached` goes up by one, and the target is resampled with
-the task's own key (carried in `info["target_key"]`). `targets/reached` is the count so far in the episode, so
-its value on an episode's last step is the episode's (as `episode/return`); `targets/time` is the time in
-seconds since the current target appeared.
+the task's own key (carried in `info["target_key"]`). With a `target_timeout` (seconds), a target not reached in
+that time is resampled too and counted in `targets/missed`. The counts are the episode's so far, so their values
+on an episode's last step are the episode's (as `episode/return`); `targets/success` is reached over reached
+plus missed (0 before any target is settled), the task's success rate; `targets/time` is the time in seconds
+since the current target appeared.
+
+`progress(before, after)` is the shared shaping term: how much closer to the target the effector came over the
+step (m), measured against the target as it stood when the step began, so a target's jump is neither a loss nor
+a gain (potential-based shaping on the distance).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ class TargetTask(PhysicsEnv):
     target_body: ClassVar[str] = "target"
     hit_radius: ClassVar[float] = 0.02
     hit_bonus: ClassVar[float] = 10.0
+    target_timeout: ClassVar[float | None] = None
 
     def __init__(self, xml=None, n_frames: int | None = None):
         super().__init__(xml, n_frames)
@@ -61,6 +68,11 @@ class TargetTask(PhysicsEnv):
         """The target's position minus the effector's (3,)."""
         return self.target(data) - self.effector(data)
 
+    def progress(self, before: hp.Data, after: hp.Data) -> jax.Array:
+        """How much closer the effector came to the target over a step (m; the target as it stood before)."""
+        target = self.target(before)
+        return jnp.linalg.norm(target - self.effector(before)) - jnp.linalg.norm(target - self.effector(after))
+
     def _place(self, data: hp.Data, pos: jax.Array) -> hp.Data:
         return data.replace(mocap_pos=data.mocap_pos.at[self._target_mocap].set(pos.astype(data.mocap_pos.dtype)))
 
@@ -69,26 +81,36 @@ class TargetTask(PhysicsEnv):
         state = super().reset(k_state)
         data = self._place(state.physics, self.sample_target(k_target, state.physics))
         zero = jnp.zeros((), self.dtype)
+        counts = {"targets/reached": zero, "targets/missed": zero, "targets/success": zero, "targets/time": zero}
         return state.replace(
             obs=self.observation(data),
             physics=data,
-            info={**state.info, "target_key": k_next, "targets_reached": zero, "target_time": zero},
-            metrics={**state.metrics, "reward/hit": zero, "targets/reached": zero, "targets/time": zero},
+            info={**state.info, "target_key": k_next, "targets": counts},
+            metrics={**state.metrics, "reward/hit": zero, **counts},
         )
 
     def step(self, state: State, action: jax.Array) -> State:
         new = super().step(state, action)
         data = new.physics
+        before = state.info["targets"]
         hit = jnp.linalg.norm(self.to_target(data)) < self.hit_radius
+        elapsed = before["targets/time"] + self.dt
+        late = ~hit & (elapsed >= self.target_timeout - 0.5 * self.dt) if self.target_timeout else jnp.zeros((), bool)
         key, sub = jax.random.split(state.info["target_key"])
-        data = jax.lax.cond(hit, lambda d: self._place(d, self.sample_target(sub, d)), lambda d: d, data)
+        data = jax.lax.cond(hit | late, lambda d: self._place(d, self.sample_target(sub, d)), lambda d: d, data)
         bonus = jnp.where(hit, self.hit_bonus, 0.0).astype(self.dtype)
-        reached = state.info["targets_reached"] + hit.astype(self.dtype)
-        elapsed = jnp.where(hit, 0.0, state.info["target_time"] + self.dt).astype(self.dtype)
+        reached = before["targets/reached"] + hit.astype(self.dtype)
+        missed = before["targets/missed"] + late.astype(self.dtype)
+        counts = {
+            "targets/reached": reached,
+            "targets/missed": missed,
+            "targets/success": reached / jnp.maximum(reached + missed, 1.0),
+            "targets/time": jnp.where(hit | late, 0.0, elapsed).astype(self.dtype),
+        }
         return new.replace(
             obs=self.observation(data),
             physics=data,
             reward=new.reward + bonus,
-            info={**new.info, "target_key": key, "targets_reached": reached, "target_time": elapsed},
-            metrics={**new.metrics, "reward/hit": bonus, "targets/reached": reached, "targets/time": elapsed},
+            info={**new.info, "target_key": key, "targets": counts},
+            metrics={**new.metrics, "reward/hit": bonus, **counts},
         )

@@ -104,3 +104,4 @@ register("humanoidstandup", "hurtle.envs.locomotion.humanoidstandup:HumanoidStan
 register("ur5e_reach", "hurtle.envs.manipulation.ur5e:UR5eReach", episode_length=250)
 register("ur5e_push", "hurtle.envs.manipulation.ur5e:UR5ePush", episode_length=250)
 register("fetch", "hurtle.envs.locomotion.fetch:Fetch", episode_length=1000)
+register("grasp", "hurtle.envs.manipulation.grasp:Grasp", episode_length=1000)

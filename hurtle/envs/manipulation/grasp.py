@@ -1,0 +1,170 @@
+"""`grasp`: a four-digit hand on an actuated wrist picks a ball off the table and carries it to targets in the air
+(assets/grasp.xml, hurtle's own hand: three fingers and an opposing thumb, 12 finger joints, the wrist's slides and
+yaw moving it in 3D under physics); each target reached gives way to a new one (`hurtle.envs.targets`).
+
+Action (16, in [-1, 1]): every servo's target over its control range (Gymnasium's convention), wrist x, y, z and
+yaw, then the fingers' joints (f1, f2, f3: mcp, pip, dip; the thumb: opposition, mcp, ip), at 50 Hz (5 physics
+steps of 4 ms).
+
+Observation (52): the hand's position (3), yaw as sin, cos (2), the wrist's velocities (4), finger joint angles
+(12) and velocities x 0.1 (12), the ball's position (3) and velocity (3), the ball minus the grip point under the
+palm (3), the target (3), target minus ball (3), and which fingertips touch the ball (4: f1, f2, f3, thumb, from
+the engine's contacts).
+
+Reward terms: `reach`, 10 x how much closer the grip point came to the ball over the step (m, potential-based);
+`touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `carry`, 2 x the
+ball's velocity towards the target (m/s, capped at 1); `hit`, 10 when the ball's centre comes within 5 cm of the
+target; `ctrl`, minus 1e-3 |action|^2. Reset: the hand 25 cm up, open, over a random place; the ball at rest on the
+table uniform over x, y in [-0.15, 0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the
+table. The episode ends when the ball leaves the workspace (more than 0.4 m from the centre horizontally), else
+after 1,000 steps (20 s).
+
+Success measures: targets reached per episode (`targets/reached`) and the seconds the ball was held off the table
+(`ball/held_s`: its bottom 2 cm or more above the table with the thumb and a finger on it).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import hurtle.physics as hp
+from hurtle.envs.base import Box, State
+from hurtle.envs.targets import TargetTask
+
+TIPS = ("tip_f1", "tip_f2", "tip_f3", "tip_thumb")
+AREA = 0.15  # m: the ball's and the targets' half-width over the table
+
+
+class Grasp(TargetTask):
+    """Pick up the ball and carry it to targets (see the module's docstring)."""
+
+    xml_path = "assets/grasp.xml"
+    n_frames = 5
+    hit_radius = 0.05
+    hit_bonus = 10.0
+    ball_radius = 0.035
+
+    def __init__(
+        self,
+        xml: str | os.PathLike | None = None,
+        reach_weight: float = 10.0,
+        touch_weight: float = 0.25,
+        carry_weight: float = 2.0,
+        ctrl_cost_weight: float = 1e-3,
+    ):
+        super().__init__(xml)
+        self.reach_weight = float(reach_weight)
+        self.touch_weight = float(touch_weight)
+        self.carry_weight = float(carry_weight)
+        self.ctrl_cost_weight = float(ctrl_cost_weight)
+        m = self.model
+        self._hand = m.name2id("body", "hand")
+        self._ball = m.name2id("body", "ball")
+        self._ball_geom = m.name2id("geom", "ball")
+        self._tips = jnp.asarray([m.name2id("geom", t) for t in TIPS], jnp.int32)
+        self._grip = m.name2id("site", "grip")
+        self._ball_q = int(m.jnt_qposadr[m.body_jntadr[self._ball]])
+        self._ball_v = int(m.jnt_dofadr[m.body_jntadr[self._ball]])
+        lo, hi = np.asarray(m.actuator_ctrlrange, np.float64).T
+        self._mid, self._half = jnp.asarray((lo + hi) / 2, self.dtype), jnp.asarray((hi - lo) / 2, self.dtype)
+        self._action_space = Box(-np.ones(m.nu), np.ones(m.nu), (m.nu,), self.dtype)
+
+    def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
+        return super().pipeline_step(data, self._mid + self._half * action)
+
+    # -- what the task reads --
+
+    def ball(self, data: hp.Data) -> jax.Array:
+        return data.xpos[self._ball]
+
+    def grip(self, data: hp.Data) -> jax.Array:
+        return data.site_xpos[self._grip]
+
+    def effector(self, data: hp.Data) -> jax.Array:
+        return self.ball(data)
+
+    def sample_target(self, key: jax.Array, data: hp.Data) -> jax.Array:
+        lo = jnp.asarray([-AREA, -AREA, 0.1], self.dtype)
+        hi = jnp.asarray([AREA, AREA, 0.3], self.dtype)
+        return jax.random.uniform(key, (3,), self.dtype, lo, hi)
+
+    def tip_contacts(self, data: hp.Data) -> jax.Array:
+        """1 for each fingertip (TIPS) with an active contact with the ball, else 0."""
+        c = data.contact
+        tips = self._tips[:, None]
+        pair = ((c.geom1 == self._ball_geom) & (c.geom2[None] == tips)) | (
+            (c.geom2 == self._ball_geom) & (c.geom1[None] == tips)
+        )
+        return jnp.any(pair & c.active[None], axis=1).astype(self.dtype)
+
+    def held(self, data: hp.Data) -> jax.Array:
+        """The ball 2 cm or more off the table with the thumb and at least one finger on it."""
+        tips = self.tip_contacts(data)
+        up = self.ball(data)[2] - self.ball_radius >= 0.02
+        return up & (tips[3] > 0) & (jnp.sum(tips[:3]) > 0)
+
+    def observation(self, data: hp.Data) -> jax.Array:
+        q, v = data.qpos, data.qvel
+        ball, target = self.ball(data), self.target(data)
+        return jnp.concatenate(
+            [
+                data.xpos[self._hand],
+                jnp.stack([jnp.sin(q[3]), jnp.cos(q[3])]),
+                v[:4],
+                q[4:16],
+                0.1 * v[4:16],
+                ball,
+                v[self._ball_v : self._ball_v + 3],
+                ball - self.grip(data),
+                target,
+                target - ball,
+                self.tip_contacts(data),
+            ]
+        )
+
+    def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
+        gap = lambda d: jnp.linalg.norm(self.ball(d) - self.grip(d))  # noqa: E731
+        to = self.target(before) - self.ball(before)
+        direction = to / jnp.maximum(jnp.linalg.norm(to), 1e-6)
+        velocity = (self.ball(after) - self.ball(before)) / self.dt
+        return {
+            "reach": self.reach_weight * (gap(before) - gap(after)),
+            "touch": self.touch_weight * jnp.sum(self.tip_contacts(after)),
+            "carry": self.carry_weight * jnp.minimum(jnp.dot(velocity, direction), 1.0),
+            "ctrl": -self.ctrl_cost_weight * jnp.sum(action * action),
+        }
+
+    def terminated(self, data: hp.Data) -> jax.Array:
+        away = jnp.linalg.norm(self.ball(data)[:2]) > 0.4
+        return away | ~jnp.all(jnp.isfinite(data.qpos))
+
+    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        k_hand, k_ball = jax.random.split(key)
+        m = self.model
+        qpos = jnp.asarray(m.qpos0, self.dtype)
+        hand = jax.random.uniform(k_hand, (2,), self.dtype, -AREA, AREA)
+        ball = jax.random.uniform(k_ball, (2,), self.dtype, -AREA, AREA)
+        qpos = qpos.at[:2].set(hand).at[self._ball_q : self._ball_q + 2].set(ball)
+        return qpos, jnp.zeros(m.nv, self.dtype)
+
+    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:
+        state = super().reset_to(qpos, qvel)
+        data = state.physics
+        hold = jnp.clip(data.qpos[:16], self._mid - self._half, self._mid + self._half)  # the servos hold the pose
+        return state.replace(physics=data.replace(ctrl=hold))
+
+    # -- the time the ball was held, an episode's success measure beside the targets --
+
+    def reset(self, key: jax.Array) -> State:
+        state = super().reset(key)
+        zero = jnp.zeros((), self.dtype)
+        return state.replace(info={**state.info, "held_s": zero}, metrics={**state.metrics, "ball/held_s": zero})
+
+    def step(self, state: State, action: jax.Array) -> State:
+        new = super().step(state, action)
+        held = state.info["held_s"] + self.dt * self.held(new.physics).astype(self.dtype)
+        return new.replace(info={**new.info, "held_s": held}, metrics={**new.metrics, "ball/held_s": held})

@@ -1,0 +1,86 @@
+"""`grasp` and its hand (hurtle/envs/manipulation/assets/grasp.xml): the model's digits and joints, MuJoCo C parity
+with contacts, and a scripted grasp through the task's actions: the fingertips' contacts, the reward terms, the
+time held and a target reached."""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+import hurtle.envs as envs
+import hurtle.physics as hp
+from tests.physics import parity as P
+
+GRASP = os.path.join(os.path.dirname(envs.__file__), "manipulation", "assets", "grasp.xml")
+
+
+def test_hand_model_matches_mujoco():
+    """Three fingers and a thumb, 12 finger servos and 4 on the wrist; hurtle's forward equals MuJoCo's at random
+    states with the hand, ball and table in contact."""
+    mm = mujoco.MjModel.from_xml_path(GRASP)
+    assert mm.nu == 16 and all(mm.actuator(i).name.startswith(("f", "thumb")) for i in range(4, 16))
+    assert all(mm.actuator_biastype[i] == mujoco.mjtBias.mjBIAS_AFFINE for i in range(16))  # position servos
+    mm.opt.tolerance, mm.opt.iterations, mm.opt.ls_iterations = 1e-12, 300, 100
+    rng = np.random.default_rng(4)
+    mjds = []
+    for _ in range(4):
+        d = P.random_state(mm, rng)
+        d.qpos[:4] = rng.uniform(-0.05, 0.05, 4) + [0, 0, -0.13, 0]  # the fingers around the ball
+        d.qpos[16:19] = [0, 0, 0.03]
+        mjds.append(d)
+    model = hp.from_mujoco(mm, source=GRASP)
+    out = P.batched(hp.forward)(model, P.batch_data(model, mm, mjds))
+    for d in mjds:
+        mujoco.mj_forward(mm, d)
+    assert sum(d.ncon for d in mjds) > 4
+    P.assert_parity(P.compare(model, out, mm, mjds), label="grasp")
+
+
+def test_scripted_grasp_lifts_the_ball_to_a_target():
+    """Over the ball, down, close, lift over a second: the thumb and fingers touch the ball (`touch` > 0), the ball
+    rises, stays in the hand for 2 s and counts as held, and a target put at the lifted ball is reached (bonus
+    10)."""
+    env = envs.make("grasp")
+    task = env.unwrapped
+    step = jax.jit(env.step)
+    s = jax.jit(env.reset)(jax.random.key(0))
+    assert s.obs.shape == (52,) and env.action_space.shape == (16,)
+    assert {"reward/reach", "reward/touch", "reward/carry", "reward/ctrl", "ball/held_s"} <= set(s.metrics)
+    mid, half = np.asarray(task._mid), np.asarray(task._half)
+    ball = np.asarray(task.ball(s.physics))
+    ctrl = np.zeros(16)
+    ctrl[:3] = [ball[0], ball[1], 0.0]
+    act = lambda c: jnp.asarray((c - mid) / half, s.obs.dtype)  # noqa: E731
+
+    def hold(s, c, n):
+        for _ in range(n):
+            s = step(s, act(c))
+        return s
+
+    s = hold(s, ctrl, 50)
+    ctrl[2] = -0.13
+    s = hold(s, ctrl, 100)
+    ctrl[4:13] = [0.9, 0.9, 0.5] * 3
+    ctrl[13:16] = [0.0, 0.9, 0.9]
+    s = hold(s, ctrl, 100)
+    tips = np.asarray(task.tip_contacts(s.physics))
+    assert tips[3] == 1 and tips[:3].sum() >= 2  # the thumb opposes the fingers
+    assert float(s.metrics["reward/touch"]) == 0.25 * tips.sum()
+    np.testing.assert_array_equal(s.obs[-4:], tips)
+    for z in np.linspace(-0.13, 0.1, 50):  # lift over a second
+        ctrl[2] = z
+        s = step(s, act(ctrl))
+    s = hold(s, ctrl, 100)
+    np.testing.assert_array_equal(task.tip_contacts(s.physics), 1.0)  # still in all four fingertips
+    lifted = np.asarray(task.ball(s.physics))
+    assert lifted[2] > 0.2 and not bool(s.done)
+    assert float(s.metrics["ball/held_s"]) > 2.0
+    s = s.replace(physics=task._place(s.physics, task.ball(s.physics)))
+    hit = step(s, act(ctrl))
+    assert float(hit.metrics["reward/hit"]) == 10.0 and float(hit.metrics["targets/reached"]) == 1.0
+    target = np.asarray(task.target(hit.physics))
+    assert np.all(np.abs(target[:2]) <= 0.15) and 0.1 <= target[2] <= 0.3

@@ -168,6 +168,11 @@ def test_push_task_pushes_the_cube_to_targets():
     for xy in (cube[:, :2], target[:, :2]):
         assert np.all((xy >= PUSH_AREA[:, 0] - 1e-6) & (xy <= PUSH_AREA[:, 1] + 1e-6))
 
+    from hurtle.envs.manipulation.ur5e import sample_push_target
+
+    keys = jax.random.split(jax.random.key(2), 64)
+    out = np.asarray(jax.vmap(lambda k: sample_push_target(k, jnp.asarray([0.3, 0.6], jnp.float32), np.float32))(keys))
+    np.testing.assert_allclose(np.linalg.norm(out - [0.3, 0.6], axis=1), 0.3, rtol=1e-5)  # a cube out of the area
     s = jax.tree.map(lambda x: x[0], states)
     qpos = np.asarray(s.physics.qpos).copy()
     qpos[:6] = PUSH_HOME

@@ -22,18 +22,18 @@ the shoulder. No termination; the time limit is 250 steps (10 s).
 Success measure: the share of targets reached within 2 cm in their 2 s (`targets/success`, from
 `targets/reached` and `targets/missed` per episode); `targets/time` is the time each took.
 
-`UR5ePush` (`ur5e_push`, assets/ur5e_push.xml): push a 5 cm cube (0.2 kg, friction 0.6 with the table) with the
-tool to a 5 cm disc marked on the table; when the cube's centre is within 5 cm of the disc's, the disc moves to a
-new place 10-30 cm from the cube (in 5 s without, it moves too, counted as missed). Same action and rate as the
-reach task, from the pose with the tool tip 3.5 cm above the table plus U(-0.05, 0.05) rad per joint. Observation
-(39): the arm's 18 as above, the tool tip (3), the cube's position (3) and velocity x 0.1 (3), the target (3), cube
-minus tool (3), target minus cube (3) and its tanh at 5 cm (3). Reward terms: `approach`, 10 x how much closer the tool came to the push
-point 6 cm behind the cube on the line from the target through it (potential-based); `progress`, 20 x how much
-closer the cube came to the target (m); `hit`, 10 when the cube reaches it; `motion` as above. Reset: the cube
-uniform over the push area (x -0.7..-0.35, y -0.35..0.1 m, in front of the arm, 12 cm or more from the tool tip's
-start), any yaw, the target 10-30 cm from it inside the area; the episode ends when the cube leaves the arm's
-reach (1 m from the base's axis), else after 250 steps (10 s). Success measure: the share of targets the cube
-reached within 5 cm in their 5 s (`targets/success`).
+`UR5ePush` (`ur5e_push`, assets/ur5e_push.xml): push a 5 cm cube (0.2 kg, friction 0.6 with the table) with the tool
+to a 5 cm disc marked on the table; when the cube's centre is within 5 cm of the disc's, the disc moves to a new
+place 10-30 cm from the cube (in 5 s without, it moves too, counted as missed). Same action and rate as the reach
+task, from the pose with the tool tip 3.5 cm above the table plus U(-0.05, 0.05) rad per joint. Observation (39):
+the arm's 18 as above, the tool tip (3), the cube's position (3) and velocity x 0.1 (3), the target (3), cube minus
+tool (3), target minus cube (3) and its tanh at 5 cm (3). Reward terms: `approach`, 10 x how much closer the tool
+came to the push point 6 cm behind the cube on the line from the target through it (potential-based); `progress`, 20
+x how much closer the cube came to the target (m); `hit`, 10 when the cube reaches it; `motion` as above. Reset: the
+cube uniform over the push area (x -0.7..-0.35, y -0.35..0.1 m, in front of the arm, 12 cm or more from the tool
+tip's start), any yaw, the target 10-30 cm from it inside the area (from a cube pushed out of the area, 10-30 cm
+towards it); the episode ends when the cube leaves the arm's reach (1 m from the base's axis), else after 250 steps
+(10 s). Success measure: the share of targets the cube reached within 5 cm in their 5 s (`targets/success`).
 """
 
 from __future__ import annotations
@@ -162,13 +162,18 @@ def sample_push_area(key: jax.Array, dtype) -> jax.Array:
 
 
 def sample_push_target(key: jax.Array, cube_xy: jax.Array, dtype) -> jax.Array:
-    """A target (x, y) in the push area 10-30 cm from the cube."""
+    """A target (x, y) 10-30 cm from the cube, towards a random point of the push area (the point itself where it
+    is that far); among up to 16 such draws the first inside the area, so a cube pushed out of it still gets a
+    target (the last draw) and the sampler always ends."""
 
-    def near(p):
-        d = jnp.linalg.norm(p - cube_xy)
-        return (d >= 0.1) & (d <= 0.3)
+    def draw(k):
+        p = sample_push_area(k, dtype)
+        offset = p - cube_xy
+        dist = jnp.linalg.norm(offset)
+        return cube_xy + offset * (jnp.clip(dist, 0.1, 0.3) / jnp.maximum(dist, 1e-6))
 
-    return rejection_sample(key, lambda k: sample_push_area(k, dtype), near)
+    lo, hi = jnp.asarray(PUSH_AREA[:, 0], dtype), jnp.asarray(PUSH_AREA[:, 1], dtype)
+    return rejection_sample(key, draw, lambda p: jnp.all((p >= lo) & (p <= hi)), max_draws=16)
 
 
 class UR5ePush(UR5eTask):

@@ -1,7 +1,8 @@
 """Time to solve and training throughput of hurtle's presets (any algorithm), appended to benchmarks/RESULTS.md.
 
 For each ENV:THRESHOLD[:ALGO[:ARCH]] (ALGO: ppo by default, sac, es, ars, impala; ARCH: anakin by default, or
-sebulba): the preset's run (float32, every device of this machine), timed from the call to the end of each
+sebulba; THRESHOLD a return, or MEASURE=VALUE for one of the task's evaluation measures, e.g.
+`ur5e_reach:targets/success=0.9`): the preset's run (float32, every device of this machine), timed from the call to the end of each
 iteration, compilation included. "time to solve" is
 the `time_s` of the first evaluation whose mean return reaches the threshold; "steps/s" counts env steps per
 second of training after the first iteration (whose time is mostly compilation), evaluation included.
@@ -13,6 +14,7 @@ second of training after the first iteration (whose time is mostly compilation),
     python benchmarks/training.py --env hopper:2500:sac --peer sbx --max-seconds 3600   # SBX on Hopper-v5 too
     python benchmarks/training.py --env hopper:2500:sac --split     # SAC's time per iteration, part by part
     python benchmarks/training.py --env hopper:1000:ppo hopper:1000:ppo:sebulba   # Anakin against Sebulba
+    python benchmarks/training.py --env ur5e_reach:targets/success=0.9 fetch:targets/reached=1
 
 `--peer sbx` also trains SBX's SAC (sbx-rl: JAX SAC on Gymnasium's MuJoCo C environment, the RL Zoo's
 MuJoCo settings: 10,000 random steps first, then one update of batch 256 per step) with a deterministic
@@ -47,6 +49,7 @@ def run(
     changes: dict | None = None,
     arch: str | None = None,
     stop: bool = False,
+    measure: str = "episode_return",
 ) -> dict:
     from hurtle.agents import runner
 
@@ -57,6 +60,7 @@ def run(
     marks: list[tuple[int, float]] = []
     history: list[dict] = []
     start = time.perf_counter()
+    key = f"eval/{measure}"
 
     def progress(step, metrics):
         now = time.perf_counter() - start
@@ -64,22 +68,20 @@ def run(
         history.append(metrics)
         if max_seconds is not None and now > max_seconds:
             raise _Budget
-        if stop and metrics.get("eval/episode_return", float("-inf")) >= threshold:
+        if stop and metrics.get(key, float("-inf")) >= threshold:
             raise _Budget
 
     try:
         runner.train(algorithm, config, progress)
     except _Budget:
         pass
-    solved = next(
-        (m for m in history if m.get("eval/episode_return", float("-inf")) >= threshold),
-        None,
-    )
+    solved = next((m for m in history if m.get(key, float("-inf")) >= threshold), None)
     (s1, t1), (s_end, t_end) = marks[0], marks[-1]
     return {
         "solve_s": dict(marks)[int(solved["step"])] if solved else None,
         "solve_steps": int(solved["step"]) if solved else None,
         "final_return": next((m["eval/episode_return"] for m in reversed(history) if "eval/episode_return" in m), None),
+        "final_measure": next((m[key] for m in reversed(history) if key in m), None),
         "steps_per_s": (s_end - s1) / (t_end - t1) if t_end > t1 else float("nan"),
         "first_iteration_s": t1,
         "total_s": t_end,
@@ -239,10 +241,13 @@ def main(argv=None) -> None:
     rows = []
     for spec in args.env:
         env, threshold, algo, arch = (spec.split(":") + ["ppo", "anakin"][len(spec.split(":")) - 2 :])[:4]
+        measure, _, value = threshold.rpartition("=")
+        measure, threshold = measure or "episode_return", float(value)
         for seed in args.seeds:
-            r = run(env, float(threshold), seed, algo, args.max_seconds, changes, arch, args.stop)
+            r = run(env, threshold, seed, algo, args.max_seconds, changes, arch, args.stop, measure)
+            r["measure"] = measure
             print(env, algo, arch, seed, r, flush=True)
-            rows.append((env, f"hurtle {algo}" + (f" ({arch})" if arch != "anakin" else ""), float(threshold), seed, r))
+            rows.append((env, f"hurtle {algo}" + (f" ({arch})" if arch != "anakin" else ""), threshold, seed, r))
             if args.peer == "sbx" and algo == "sac":
                 r = run_sbx(env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
                 print(env, "sbx", seed, r, flush=True)
@@ -260,17 +265,20 @@ def main(argv=None) -> None:
         "reaching the threshold; steps/s: env steps per second after the first iteration, evaluations included "
         f"(SBX: env steps over its whole clock).{budget}",
         "",
-        "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | training "
-        "steps/s | first iteration s | whole run s | env steps |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | last eval "
+        "measure | training steps/s | first iteration s | whole run s | env steps |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env, learner, threshold, seed, r in rows:
         if "error" in r:
-            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | |")
+            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | | |")
             continue
+        measure = r.get("measure", "episode_return")
+        named = f"{threshold:g}" if measure == "episode_return" else f"{measure} ≥ {threshold:g}"
         lines.append(
-            f"| {env} | {learner} | {seed} | {threshold:g} | {fmt(r['solve_s'], '.1f')} | "
-            f"{fmt(r['solve_steps'], ',')} | {fmt(r['final_return'], '.1f')} | {fmt(r['steps_per_s'], ',.0f')} | "
+            f"| {env} | {learner} | {seed} | {named} | {fmt(r['solve_s'], '.1f')} | "
+            f"{fmt(r['solve_steps'], ',')} | {fmt(r['final_return'], '.1f')} | {fmt(r.get('final_measure'), '.3g')} | "
+            f"{fmt(r['steps_per_s'], ',.0f')} | "
             f"{fmt(r['first_iteration_s'], '.1f')} | {r['total_s']:.1f} | {r['num_timesteps']:,} |"
         )
     text = "\n".join(lines) + "\n"

@@ -532,10 +532,10 @@ def evaluate(argv: list[str]) -> None:
         print("  " + ", ".join(f"{k} {v.mean():.3g} ± {v.std():.2g}" for k, v in sorted(measures.items())))
 
 
-def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, float, str, str]:
+def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, float, str, str, np.ndarray | None]:
     """What `hurtle view` and `hurtle video` show: `(model, qpos [episodes, frames, nq], frames each episode
-    really has [episodes], dt, output path, description)`, from a run's policy or from `--model` under
-    controls."""
+    really has [episodes], dt, output path, description, mocap positions [episodes, frames, nmocap, 3] or None)`,
+    from a run's policy or from `--model` under controls."""
     import jax
 
     from hurtle.agents import runner
@@ -554,7 +554,7 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
             raise UsageError(str(e)) from None
         stem = os.path.splitext(os.path.basename(args.model))[0]
         what = f"{os.path.basename(args.model)} under {args.controls} controls ({args.engine}), {args.duration:g} s"
-        return args.model, qpos, np.array([qpos.shape[1]]), dt, args.output or f"{stem}{suffix}", what
+        return args.model, qpos, np.array([qpos.shape[1]]), dt, args.output or f"{stem}{suffix}", what, None
     algo, config, actor, policy, meta = _load_run(args.run_dir, args.step)
     try:
         runner.physics_task(config)
@@ -564,7 +564,7 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
     returns = ", ".join(f"{r:.1f}" for r in out.episode_return)
     what = f"{config.env} ({algo.name}), checkpoint at {meta['step']:,} env steps, return {returns}"
     path = args.output or os.path.join(args.run_dir, f"rollout{suffix}")
-    return out.task, out.qpos, out.episode_length + 1, out.dt, path, what
+    return out.task, out.qpos, out.episode_length + 1, out.dt, path, what, out.mocap_pos
 
 
 def view(argv: list[str], quiet: bool = False) -> None:
@@ -572,9 +572,9 @@ def view(argv: list[str], quiet: bool = False) -> None:
     from hurtle.io import html
 
     args = _parse(ViewArgs, argv, "hurtle view")
-    model, qpos, _, dt, path, what = _shown(args, ".html")
+    model, qpos, _, dt, path, what, mocap = _shown(args, ".html")
     title = f"hurtle: {what}"
-    html.write(path, model, qpos, dt, title=title)
+    html.write(path, model, qpos, dt, title=title, mocap_pos=mocap)
     size = os.path.getsize(path)
     if not quiet:
         print(f"hurtle view: {what}; {qpos.shape[0]} x {qpos.shape[1]} frames -> {path} ({size / 1e6:.1f} MB)")
@@ -589,12 +589,13 @@ def video(argv: list[str]) -> None:
         raise UsageError(f"--width, --height and --fps must be positive, got {args.width}, {args.height}, {args.fps}")
     if args.output and os.path.splitext(args.output)[1].lower() not in (".mp4", ".gif"):
         raise UsageError(f"{args.output}: the video format is chosen by the suffix, .mp4 or .gif")
-    model, qpos, lengths, dt, path, what = _shown(args, ".mp4")
+    model, qpos, lengths, dt, path, what, mocap = _shown(args, ".mp4")
     stride = hv.real_time_stride(dt, args.fps)
     try:
         with hv.Renderer(model, args.width, args.height, camera=args.camera) as r:
             # the episodes one after another, each to its end
-            frames = np.concatenate([r.frames(q[:n:stride]) for q, n in zip(qpos, lengths)])
+            moved = [None] * len(qpos) if mocap is None else [p[:n:stride] for p, n in zip(mocap, lengths)]
+            frames = np.concatenate([r.frames(q[:n:stride], p) for q, n, p in zip(qpos, lengths, moved)])
         hv.write(path, frames, fps=1.0 / (stride * dt))
     except (hv.RenderingUnavailable, ImportError, ValueError) as e:
         raise UsageError(str(e)) from None

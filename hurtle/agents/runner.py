@@ -201,7 +201,9 @@ class Rollout:
     task: the task (a `PhysicsEnv`, its `xml` the model shown; or a Gymnasium environment's `MjModel`). qpos:
     `[episodes, frames, nq]` numpy, frame 0 the reset
     state, each later frame one control step (`dt` seconds) on; an episode that ended early holds its last pose.
-    episode_return, episode_length: `[episodes]`.
+    episode_return, episode_length: `[episodes]`. mocap_pos: `[episodes, frames, nmocap, 3]` where the model has
+    mocap bodies the task moves (a target that jumps when reached), else None. metrics: the task's measures per
+    episode, as `evaluate` returns them (`[episodes]` each; empty for Gymnasium's environments).
     """
 
     task: Any
@@ -209,6 +211,8 @@ class Rollout:
     dt: float
     episode_return: np.ndarray
     episode_length: np.ndarray
+    mocap_pos: np.ndarray | None = None
+    metrics: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 def physics_task(config: Any) -> Any:
@@ -249,14 +253,22 @@ def rollout(
     env = make_env(config)
     batched = VmapWrapper(env, num_episodes)
     length = control_steps(config, env)
-    run = jax.jit(lambda p, k: evaluate(act, p, k, env=batched, episode_length=length, record=lambda s: s.physics.qpos))
+    mocap = task.model.nmocap > 0
+
+    def record(s):
+        return (s.physics.qpos, s.physics.mocap_pos) if mocap else (s.physics.qpos,)
+
+    run = jax.jit(lambda p, k: evaluate(act, p, k, env=batched, episode_length=length, record=record))
     out = jax.device_get(run(policy, key))
+    frames = [np.swapaxes(np.asarray(x, np.float64), 0, 1) for x in out["frames"]]
     return Rollout(
         task=task,
-        qpos=np.swapaxes(np.asarray(out["frames"], np.float64), 0, 1),
+        qpos=frames[0],
         dt=task.dt * getattr(env, "action_repeat", 1),
         episode_return=np.asarray(out["episode_return"], np.float64),
         episode_length=np.asarray(out["episode_length"]).astype(int),
+        mocap_pos=frames[1] if mocap else None,
+        metrics={k: np.asarray(v) for k, v in out["metrics"].items()},
     )
 
 

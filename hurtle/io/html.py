@@ -151,14 +151,24 @@ def view_radius(m: mujoco.MjModel, body: int) -> float:
     return float(max(reach.max(), 0.1))
 
 
-def poses(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+def poses(m: mujoco.MjModel, qpos: np.ndarray, mocap_pos: np.ndarray | None = None) -> np.ndarray:
     """Body poses `[worlds, frames, nbody, 7]` (xpos, xquat) of `qpos` `[worlds, frames, nq]` by MuJoCo's
-    kinematics (mocap bodies at the model's rest)."""
+    kinematics; mocap bodies at `mocap_pos` `[worlds, frames, nmocap, 3]` (a task's moving target), else at
+    the model's rest."""
     d = mujoco.MjData(m)
     out = np.empty((*qpos.shape[:2], m.nbody, 7), np.float32)
+    if mocap_pos is not None:
+        mocap_pos = np.asarray(mocap_pos, np.float64)
+        if mocap_pos.shape != (*qpos.shape[:2], m.nmocap, 3):
+            raise ValueError(
+                f"render: mocap_pos must be [{qpos.shape[0]}, {qpos.shape[1]}, {m.nmocap}, 3] "
+                f"(worlds, frames, mocap bodies), got {mocap_pos.shape}"
+            )
     for w in range(qpos.shape[0]):
         for f in range(qpos.shape[1]):
             d.qpos[:] = qpos[w, f]
+            if mocap_pos is not None:
+                d.mocap_pos[:] = mocap_pos[w, f]
             mujoco.mj_kinematics(m, d)
             out[w, f, :, :3] = d.xpos
             out[w, f, :, 3:] = d.xquat
@@ -166,12 +176,19 @@ def poses(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
 
 
 def render(
-    model: Any, states_or_qpos: Any, dt: float, *, title: str = "hurtle", follow: str | int | None = None
+    model: Any,
+    states_or_qpos: Any,
+    dt: float,
+    *,
+    title: str = "hurtle",
+    follow: str | int | None = None,
+    mocap_pos: Any = None,
 ) -> str:
     """The HTML page (a string) of a rollout: `states_or_qpos` is qpos `[frames, nq]` or `[worlds, frames, nq]`
     (several episodes, side by side or one at a time), or a `Data`/`State` batch holding it; `dt` is the
     time between frames. `follow`: the body the camera follows at first (default: the first body under the
-    world; the page's menu changes it)."""
+    world; the page's menu changes it). `mocap_pos`: the mocap bodies' positions per frame, shaped like qpos
+    with `[nmocap, 3]` in place of `nq` (a target that moves), else they stay at the model's rest."""
     m = mj_model(model)
     if not dt > 0:
         raise ValueError(f"render: dt must be positive, got {dt}")
@@ -190,7 +207,9 @@ def render(
         "geoms": geoms,
         "meshes": meshes,
         "hfields": hfields,
-        "poses": _b64(poses(m, qpos), "<f4"),
+        "poses": _b64(
+            poses(m, qpos, None if mocap_pos is None else np.reshape(mocap_pos, (*qpos.shape[:2], -1, 3))), "<f4"
+        ),
         "follow": int(follow) if follow > 0 else -1,  # -1: the page's free camera
         "distance": max(2.0 * radius, 1.0),
         "spacing": max(2.5 * radius, 1.0) if follow else 2.0 * extent,

@@ -179,22 +179,27 @@ class Renderer:
             self.camera.distance = distance if distance is not None else max(3.0 * view_radius(m, body), 1.5)
             self.camera.azimuth, self.camera.elevation = azimuth, elevation
 
-    def render(self, qpos: Any) -> np.ndarray:
-        """The frame `[height, width, 3]` uint8 of one pose."""
+    def render(self, qpos: Any, mocap_pos: Any = None) -> np.ndarray:
+        """The frame `[height, width, 3]` uint8 of one pose (`mocap_pos` `[nmocap, 3]`: where the mocap bodies
+        are, else at the model's rest)."""
         qpos = np.asarray(qpos, np.float64)
         if qpos.shape != (self.model.nq,):
             raise ValueError(f"Renderer.render: qpos must be [{self.model.nq}], got {qpos.shape}")
         self.data.qpos[:] = qpos
+        if mocap_pos is not None:
+            self.data.mocap_pos[:] = np.asarray(mocap_pos, np.float64).reshape(self.model.nmocap, 3)
         mujoco.mj_forward(self.model, self.data)
         self._renderer.update_scene(self.data, camera=self.camera)
         return self._renderer.render()
 
-    def frames(self, qpos: Any) -> np.ndarray:
-        """Frames `[frames, height, width, 3]` uint8 of poses `[frames, nq]`."""
+    def frames(self, qpos: Any, mocap_pos: Any = None) -> np.ndarray:
+        """Frames `[frames, height, width, 3]` uint8 of poses `[frames, nq]` (and mocap positions `[frames,
+        nmocap, 3]`)."""
         qpos = np.asarray(qpos, np.float64)
         if qpos.ndim != 2:
             raise ValueError(f"Renderer.frames: qpos must be [frames, {self.model.nq}], got {qpos.shape}")
-        return np.stack([self.render(q) for q in qpos])
+        mocap = [None] * len(qpos) if mocap_pos is None else mocap_pos
+        return np.stack([self.render(q, p) for q, p in zip(qpos, mocap)])
 
     def close(self) -> None:
         self._renderer.close()

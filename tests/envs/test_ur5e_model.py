@@ -128,22 +128,36 @@ def test_reach_task_counts_hits_misses_and_moves_the_target(reach):
     assert np.ptp(np.arctan2(targets[:, 1], targets[:, 0])) > 6.0  # every direction
 
 
-def test_evaluation_reports_the_task_measures(reach):
-    """The runner's evaluation returns each episode's reward terms (summed: together the return) and its success
-    measures as they stood at the end (a zero policy misses a target every 2 s)."""
-    from hurtle.agents import runner
-    from hurtle.envs.wrappers import VmapWrapper
+def test_evaluation_reports_the_task_measures():
+    """The runner's evaluation (here through `rollout`, which the viewer and video show) returns each episode's
+    reward terms (summed: together the return) and its success measures as they stood at the end (a zero policy
+    misses a target every 2 s), and the target's positions frame by frame, for the viewer to move it."""
+    import dataclasses
 
-    env = VmapWrapper(reach[0], 3)
+    import jax
+
+    from hurtle.agents import runner
+    from hurtle.agents.ppo.presets import preset
+    from hurtle.io import html
+
+    config = dataclasses.replace(preset("ur5e_reach"), episode_length=120)
     act = lambda policy, obs: obs[..., :6] * 0.0  # noqa: E731
-    out = runner.evaluate(act, None, __import__("jax").random.key(3), env=env, episode_length=120)
-    m = {k: np.asarray(v) for k, v in out["metrics"].items()}
+    out = runner.rollout(config, act, None, jax.random.key(3), num_episodes=3)
+    m = out.metrics
     terms = sum(m[k] for k in m if k.startswith("reward/"))
-    np.testing.assert_allclose(terms, out["episode_return"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(terms, out.episode_return, rtol=1e-5, atol=1e-5)
     assert np.all(m["targets/missed"] == 2) and np.all(m["targets/reached"] == 0)  # 120 steps: two 50-step timeouts
-    np.testing.assert_allclose(m["targets/time"], 20 * env.dt, rtol=1e-5)
-    logged = runner.eval_metrics(out)
+    np.testing.assert_allclose(m["targets/time"], 20 * out.dt, rtol=1e-5)
+    logged = runner.eval_metrics(
+        {"episode_return": out.episode_return, "episode_length": out.episode_length, "metrics": m}
+    )
     assert logged["eval/targets/missed"] == 2.0 and "eval/reward/progress" in logged
+    assert out.mocap_pos.shape == (3, 121, 1, 3) and out.qpos.shape == (3, 121, 6)
+    jumps = np.linalg.norm(np.diff(out.mocap_pos[:, :, 0], axis=1), axis=-1) > 1e-6
+    np.testing.assert_array_equal(np.argwhere(jumps[0]).ravel(), [49, 99])  # moved on steps 50 and 100
+    mm = html.mj_model(out.task)
+    placed = html.poses(mm, out.qpos[:, ::60], out.mocap_pos[:, ::60])
+    np.testing.assert_allclose(placed[:, :, mm.body("target").id, :3], out.mocap_pos[:, ::60, 0], atol=1e-6)
 
 
 def test_push_task_pushes_the_cube_to_targets():
@@ -182,8 +196,8 @@ def test_push_task_pushes_the_cube_to_targets():
         0.025,
     ]  # the cube just beside the tool, on the side the pan sweeps to
     qpos[9:13] = [1, 0, 0, 0]
-    s = env.reset(jax.random.key(1)).replace(physics=s.physics)  # keep the target and its key
-    s = jax.jit(env.unwrapped.reset_to)(jnp.asarray(qpos)).replace(info=s.info, metrics=s.metrics)
+    reset_to = jax.jit(task.reset_to)
+    s = reset_to(jnp.asarray(qpos)).replace(info=s.info, metrics=s.metrics)  # keeps the target's key
     start = np.asarray(task.cube(s.physics))
     pan = jnp.asarray([1.0, 0, 0, 0, 0, 0], s.obs.dtype)  # the base turns anticlockwise: the tool sweeps to -y
     for _ in range(10):
@@ -196,7 +210,7 @@ def test_push_task_pushes_the_cube_to_targets():
     np.testing.assert_allclose(float(s.metrics["reward/progress"]), 20 * (d(before) - d(s)), rtol=1e-3, atol=1e-5)
 
     on = jnp.asarray(qpos).at[6:8].set(task.target(s.physics)[:2])
-    s2 = jax.jit(env.unwrapped.reset_to)(on).replace(info=s.info, metrics=s.metrics)
+    s2 = reset_to(on).replace(info=s.info, metrics=s.metrics)
     s2 = s2.replace(physics=task._place(s2.physics, task.target(s.physics)))
     hit = step(s2, jnp.zeros(6, s.obs.dtype))
     assert float(hit.metrics["reward/hit"]) == 10.0

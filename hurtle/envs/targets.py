@@ -9,10 +9,10 @@ physics state. A subclass defines where the target may appear (`sample_target`) 
 Each step, after the physics: if the effector is within `hit_radius` of the target, the step earns `hit_bonus`
 (the reward term `hit`), the episode's count `targets/reached` goes up by one, and the target is resampled with
 the task's own key (carried in `info["target_key"]`). With a `target_timeout` (seconds), a target not reached in
-that time is resampled too and counted in `targets/missed`. The counts are the episode's so far, so their values
-on an episode's last step are the episode's (as `episode/return`); `targets/success` is reached over reached
-plus missed (0 before any target is settled), the task's success rate; `targets/time` is the time in seconds
-since the current target appeared.
+that time is resampled too and counted in `targets/missed`, and `targets/success` is reached over reached plus
+missed (0 before any target is settled), the task's success rate (a task without a timeout logs neither). The
+counts are the episode's so far, so their values on an episode's last step are the episode's (as
+`episode/return`); `targets/time` is the time in seconds since the current target appeared.
 
 `progress(before, after)` is the shared shaping term: how much closer to the target the effector came over the
 step (m), measured against the target as it stood when the step began, so a target's jump is neither a loss nor
@@ -81,7 +81,9 @@ class TargetTask(PhysicsEnv):
         state = super().reset(k_state)
         data = self._place(state.physics, self.sample_target(k_target, state.physics))
         zero = jnp.zeros((), self.dtype)
-        counts = {"targets/reached": zero, "targets/missed": zero, "targets/success": zero, "targets/time": zero}
+        counts = {"targets/reached": zero, "targets/time": zero}
+        if self.target_timeout:
+            counts.update({"targets/missed": zero, "targets/success": zero})
         return state.replace(
             obs=self.observation(data),
             physics=data,
@@ -100,13 +102,10 @@ class TargetTask(PhysicsEnv):
         data = jax.lax.cond(hit | late, lambda d: self._place(d, self.sample_target(sub, d)), lambda d: d, data)
         bonus = jnp.where(hit, self.hit_bonus, 0.0).astype(self.dtype)
         reached = before["targets/reached"] + hit.astype(self.dtype)
-        missed = before["targets/missed"] + late.astype(self.dtype)
-        counts = {
-            "targets/reached": reached,
-            "targets/missed": missed,
-            "targets/success": reached / jnp.maximum(reached + missed, 1.0),
-            "targets/time": jnp.where(hit | late, 0.0, elapsed).astype(self.dtype),
-        }
+        missed = before.get("targets/missed", 0.0) + late.astype(self.dtype)
+        counts = {"targets/reached": reached, "targets/time": jnp.where(hit | late, 0.0, elapsed).astype(self.dtype)}
+        if self.target_timeout:
+            counts.update({"targets/missed": missed, "targets/success": reached / jnp.maximum(reached + missed, 1.0)})
         return new.replace(
             obs=self.observation(data),
             physics=data,

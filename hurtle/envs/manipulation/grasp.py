@@ -11,7 +11,8 @@ Observation (52): the hand's position (3), yaw as sin, cos (2), the wrist's velo
 palm (3), the target (3), target minus ball (3), and which fingertips touch the ball (4: f1, f2, f3, thumb, from
 the engine's contacts).
 
-Reward terms: `reach`, 10 x how much closer the grip point came to the ball over the step (m, potential-based);
+Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
+term: paid every step the hand stays at the ball);
 `touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `carry`, 2 x the
 ball's velocity towards the target (m/s, capped at 1); `hit`, 10 when the ball's centre comes within 5 cm of the
 target; `ctrl`, minus 1e-3 |action|^2. Reset: the hand 25 cm up, open, over a random place; the ball at rest on the
@@ -51,7 +52,7 @@ class Grasp(TargetTask):
     def __init__(
         self,
         xml: str | os.PathLike | None = None,
-        reach_weight: float = 10.0,
+        reach_weight: float = 0.5,
         touch_weight: float = 0.25,
         carry_weight: float = 2.0,
         ctrl_cost_weight: float = 1e-3,
@@ -127,12 +128,12 @@ class Grasp(TargetTask):
         )
 
     def reward_terms(self, before: hp.Data, after: hp.Data, action: jax.Array) -> dict[str, jax.Array]:
-        gap = lambda d: jnp.linalg.norm(self.ball(d) - self.grip(d))  # noqa: E731
+        gap = jnp.linalg.norm(self.ball(after) - self.grip(after))
         to = self.target(before) - self.ball(before)
         direction = to / jnp.maximum(jnp.linalg.norm(to), 1e-6)
         velocity = (self.ball(after) - self.ball(before)) / self.dt
         return {
-            "reach": self.reach_weight * (gap(before) - gap(after)),
+            "reach": self.reach_weight * (1.0 - jnp.tanh(gap / 0.1)),
             "touch": self.touch_weight * jnp.sum(self.tip_contacts(after)),
             "carry": self.carry_weight * jnp.minimum(jnp.dot(velocity, direction), 1.0),
             "ctrl": -self.ctrl_cost_weight * jnp.sum(action * action),

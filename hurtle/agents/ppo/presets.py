@@ -135,8 +135,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Brax pusher: 50M steps, reward scaling 5, unroll 30, 16 minibatches, 8 updates, discount 0.95, lr 3e-4,
     # entropy 1e-2, 2048 envs, batch 512 (4 unrolls); Gymnasium's pusher episodes are 100 steps
     "pusher": _brax(2048, 30 * 4, 8, 50_000_000, 0.95, 3e-4, 1e-2, 5.0, num_minibatches=16, episode_length=100),
-    # hurtle's target tasks (benchmarks/RESULTS.md, "target tasks"): ur5e_reach reaches 93% of its targets within
-    # 2 cm after 768k steps (12 min on a 2-core CPU shared with a second run), 95% after 1M
+    # hurtle's target tasks (benchmarks/RESULTS.md, "target tasks", 2-core CPU shared with a second run):
+    # ur5e_reach 92.7% of its targets within 2 cm after 576k steps (9.7 min), 95% at the end; ur5e_push 90% after
+    # 448k (24.5 min); fetch 3 targets per episode after 384k (5.5 min); grasp reaches and touches, no lift yet
     "ur5e_reach": _target_task(1_536_000, 250),
     "ur5e_push": _target_task(3_008_000, 250),
     # 50 Hz control: a longer horizon

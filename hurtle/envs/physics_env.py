@@ -26,6 +26,18 @@ import hurtle.physics as hp
 from hurtle.envs.base import Box, Env, State
 
 
+def touching(data: hp.Data, geoms: jax.Array, partner: int | None = None) -> jax.Array:
+    """For each geom id in `geoms`, whether it has an active contact (with `partner` only, if given): the
+    engine's contacts read as touch flags (feet on the floor, fingertips on a ball), bool `[len(geoms)]`."""
+    c = data.contact
+    mine = geoms[:, None]
+    if partner is None:
+        pair = (c.geom1[None] == mine) | (c.geom2[None] == mine)
+    else:
+        pair = ((c.geom1 == partner) & (c.geom2[None] == mine)) | ((c.geom2 == partner) & (c.geom1[None] == mine))
+    return jnp.any(pair & c.active[None], axis=1)
+
+
 class PhysicsEnv(Env):
     """A task on an MJCF model. Subclasses set `xml_path` and implement `observation` and `reward_terms`.
 

@@ -30,6 +30,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box
+from hurtle.envs.physics_env import touching
 from hurtle.envs.targets import TargetTask
 
 STAND = np.array([0.0, 0.9, -1.8] * 4)
@@ -85,9 +86,7 @@ class Fetch(TargetTask):
 
     def foot_contacts(self, data: hp.Data) -> jax.Array:
         """1 for each foot (FEET) with an active contact, else 0."""
-        c = data.contact
-        on = (c.geom1[None, :] == self._feet[:, None]) | (c.geom2[None, :] == self._feet[:, None])
-        return jnp.any(on & c.active[None, :], axis=1).astype(self.dtype)
+        return touching(data, self._feet).astype(self.dtype)
 
     def observation(self, data: hp.Data) -> jax.Array:
         rot = self.frame(data)

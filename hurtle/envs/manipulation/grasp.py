@@ -34,6 +34,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box, State
+from hurtle.envs.physics_env import touching
 from hurtle.envs.targets import TargetTask
 
 TIPS = ("tip_f1", "tip_f2", "tip_f3", "tip_thumb")
@@ -95,12 +96,7 @@ class Grasp(TargetTask):
 
     def tip_contacts(self, data: hp.Data) -> jax.Array:
         """1 for each fingertip (TIPS) with an active contact with the ball, else 0."""
-        c = data.contact
-        tips = self._tips[:, None]
-        pair = ((c.geom1 == self._ball_geom) & (c.geom2[None] == tips)) | (
-            (c.geom2 == self._ball_geom) & (c.geom1[None] == tips)
-        )
-        return jnp.any(pair & c.active[None], axis=1).astype(self.dtype)
+        return touching(data, self._tips, self._ball_geom).astype(self.dtype)
 
     def held(self, data: hp.Data) -> jax.Array:
         """The ball 2 cm or more off the table with the thumb and at least one finger on it."""

@@ -6,6 +6,7 @@ and `--help` are generated from it (tyro), each field's docstring its help.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from typing import Annotated
 
@@ -26,6 +27,9 @@ class RunConfig:
     """hurtle's contact cap per contact dimension for the task's model (MJCF `<size nconmax>`): faster physics
     where the model has many more contact candidates than contacts (the humanoids); touching contacts past it
     are dropped and counted in `train/ncon_dropped`. None keeps every candidate's slot."""
+    env_options: tuple[str, ...] = ()
+    """Keyword options of the training environments' task as NAME=VALUE (e.g. grasp's `start_in_hand=0.25`): a
+    training curriculum. Evaluation always runs the task as registered, so its returns measure the task itself."""
     eval_every: int = 10
     """Training iterations between evaluations (0: never; the last iteration is always evaluated unless 0)."""
     num_eval_envs: int = 128
@@ -49,6 +53,25 @@ class RunConfig:
             raise ValueError(f"Config.env: unknown environment {self.env!r}; registered: {', '.join(names())}")
         if self.nconmax is not None and (isinstance(self.nconmax, bool) or not self.nconmax > 0):
             raise ValueError(f"Config.nconmax must be a positive number of contacts or None, got {self.nconmax}")
+        env_options(self)
+
+    def env_kwargs(self) -> dict[str, object]:
+        """`env_options` as keyword arguments (numbers and booleans parsed, anything else kept as text)."""
+        return env_options(self)
+
+
+def env_options(config: RunConfig) -> dict[str, object]:
+    """`config.env_options` parsed; ValueError naming the option at fault."""
+    out: dict[str, object] = {}
+    for option in config.env_options:
+        name, eq, value = option.partition("=")
+        if not eq or not name.isidentifier():
+            raise ValueError(f"Config.env_options: {option!r} is not NAME=VALUE")
+        try:
+            out[name] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[name] = value
+    return out
 
 
 def check_positive(config: object, *names: str, strict: bool = True) -> None:

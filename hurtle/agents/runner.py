@@ -129,9 +129,16 @@ def check_devices(config: Any, field: str, count: int, mesh: Mesh) -> None:
         raise ValueError(f"Config.{field} = {count} must be divisible by the {mesh.size} devices it is split over")
 
 
-def make_env(config: Any) -> Env:
-    """The (unbatched, non-resetting) environment of `config`, time limit and contact cap applied."""
-    return make(config.env, config.episode_length, nconmax=config.nconmax)
+def make_env(config: Any, training: bool = False) -> Env:
+    """The (unbatched, non-resetting) environment of `config`, time limit and contact cap applied; `training`:
+    with the task options of `config.env_options` (a curriculum; evaluation runs the task as registered)."""
+    options = config.env_kwargs() if training and hasattr(config, "env_kwargs") else {}
+    try:
+        return make(config.env, config.episode_length, nconmax=config.nconmax, **options)
+    except TypeError as e:
+        if not options:
+            raise
+        raise ValueError(f"Config.env_options {config.env_options} do not apply to {config.env}: {e}") from None
 
 
 def control_steps(config: Any, env: Env) -> int:

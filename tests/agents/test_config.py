@@ -63,6 +63,7 @@ def test_config_is_frozen():
         ({"env": "no_such_env"}, r"Config.env: unknown environment 'no_such_env'; registered: .*cartpole"),
         ({"nconmax": 0}, r"Config.nconmax must be a positive number of contacts or None, got 0"),
         ({"nconmax": True}, r"Config.nconmax must be a positive number of contacts or None, got True"),
+        ({"env_options": ("start_in_hand",)}, r"Config.env_options: 'start_in_hand' is not NAME=VALUE"),
     ],
 )
 def test_validate_names_the_field(changes, message):
@@ -97,6 +98,7 @@ def test_validate_names_the_field(changes, message):
         ("impala", {"vtrace_lambda": 1.5}, r"Config.vtrace_lambda must lie in \[0, 1\]"),
         ("impala", {"env": "no_such_env"}, r"Config.env: unknown environment 'no_such_env'"),
         ("impala", {"env_backend": "gymnasium", "nconmax": 8}, r"Config.nconmax applies to hurtle's physics"),
+        ("impala", {"env_options": ("a=1",)}, r"Config.env_options: Sebulba's host environments take no task"),
     ],
 )
 def test_algorithm_validate_names_the_field(name, changes, message):
@@ -116,3 +118,15 @@ def test_unknown_algorithm_and_unsplittable_population_are_named():
     es = runner.algorithm("es").config(population_size=6)
     with pytest.raises(ValueError, match=r"Config.population_size = 6 must be divisible by the 4 devices"):
         runner.check_devices(es, "population_size", es.population_size, types.SimpleNamespace(size=4))
+
+
+def test_env_options_shape_training_not_evaluation():
+    """`env_options` build the training environments' task (numbers parsed); evaluation's is the registered task;
+    an option the task does not take is named."""
+    config = Config(env="grasp", env_options=("start_in_hand=0.25",))
+    config.validate()
+    assert config.env_kwargs() == {"start_in_hand": 0.25}
+    assert runner.make_env(config, training=True).unwrapped.start_in_hand == 0.25
+    assert runner.make_env(config).unwrapped.start_in_hand == 0.0
+    with pytest.raises(ValueError, match=r"Config.env_options \('speed=2',\) do not apply to cartpole"):
+        runner.make_env(Config(env="cartpole", env_options=("speed=2",)), training=True)

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+import pytest
 
 import hurtle.envs as envs
 import hurtle.physics as hp
@@ -64,6 +65,7 @@ def test_scripted_grasp_lifts_the_ball_to_a_target():
     s = hold(s, ctrl, 50)
     ctrl[2] = -0.13
     s = hold(s, ctrl, 100)
+    assert float(s.metrics["reward/lift"]) == 0.0  # on the table
     ctrl[4:13] = [0.9, 0.9, 0.5] * 3
     ctrl[13:16] = [0.0, 0.9, 0.9]
     s = hold(s, ctrl, 100)
@@ -78,9 +80,27 @@ def test_scripted_grasp_lifts_the_ball_to_a_target():
     np.testing.assert_array_equal(task.tip_contacts(s.physics), 1.0)  # still in all four fingertips
     lifted = np.asarray(task.ball(s.physics))
     assert lifted[2] > 0.2 and not bool(s.done)
-    assert float(s.metrics["ball/held_s"]) > 2.0
+    assert float(s.metrics["ball/held_s"]) > 2.0 and float(s.metrics["reward/lift"]) == 1.0
     s = s.replace(physics=task._place(s.physics, task.ball(s.physics)))
     hit = step(s, act(ctrl))
     assert float(hit.metrics["reward/hit"]) == 10.0 and float(hit.metrics["targets/reached"]) == 1.0
     target = np.asarray(task.target(hit.physics))
     assert np.all(np.abs(target[:2]) <= 0.15) and 0.1 <= target[2] <= 0.3
+
+
+def test_start_in_hand_curriculum():
+    """`start_in_hand=0.5`: about half the resets put the open hand around the ball (the grip point 3.5 cm over
+    its centre, the digits touching it 1 mm in at most: no finger pressed into the ball or the table), the rest
+    25 cm up as registered; a share outside [0, 1] is refused."""
+    task = envs.make("grasp", start_in_hand=0.5).unwrapped
+    s = jax.jit(jax.vmap(task.reset))(jax.random.split(jax.random.key(1), 256))
+    ball, grip = np.asarray(jax.vmap(task.ball)(s.physics)), np.asarray(jax.vmap(task.grip)(s.physics))
+    in_hand = np.isclose(s.physics.qpos[:, 2], -0.12)
+    assert 0.38 < in_hand.mean() < 0.62
+    np.testing.assert_allclose(grip[in_hand] - ball[in_hand], [[-0.002, 0, 0.035]] * in_hand.sum(), atol=1e-6)
+    np.testing.assert_array_equal(s.physics.qpos[~in_hand, 2], 0.0)
+    c = s.physics.contact
+    assert np.all(np.where(c.active, c.dist, 0.0) > -1.1e-3)
+    assert envs.make("grasp").unwrapped.start_in_hand == 0.0
+    with pytest.raises(ValueError, match="start_in_hand"):
+        envs.make("grasp", start_in_hand=1.5)

@@ -114,7 +114,7 @@ def policy_of(state: TrainState) -> dict[str, Any]:
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
     """ES for the runner; refuses a population the devices cannot split evenly."""
     runner.check_devices(config, "population_size", config.population_size, mesh)
-    env = runner.make_env(config)
+    env = runner.make_env(config, training=True)
     policy = make_policy(config, env)
     optimizer = optax.adam(config.learning_rate)
     return runner.Learner(

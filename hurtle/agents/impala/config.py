@@ -89,6 +89,8 @@ class Config(RunConfig):
         check_positive(self, "entropy_cost", "value_cost", "env_threads", strict=False)
         check_unit(self, "discount", "vtrace_lambda", "gae_lambda")
         check_widths(self, "policy_hidden_sizes", "value_hidden_sizes")
+        if self.env_options:
+            raise ValueError("Config.env_options: Sebulba's host environments take no task options (use --arch anakin)")
         if self.env_backend != "mujoco" and self.nconmax is not None:
             raise ValueError(
                 f"Config.nconmax applies to hurtle's physics; {self.env_backend} environments have no contact cap"

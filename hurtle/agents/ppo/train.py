@@ -191,7 +191,7 @@ def update_epoch(
 
 def make_training_env(config: Config, num_envs: int | None = None) -> Env:
     """The batched, auto-resetting training environment of `config`."""
-    return wrap_for_training(runner.make_env(config), num_envs or config.num_envs)
+    return wrap_for_training(runner.make_env(config, training=True), num_envs or config.num_envs)
 
 
 def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None = None) -> TrainState:

@@ -194,7 +194,7 @@ def training_step(
 
 def make_training_env(config: Config) -> Env:
     """The batched, auto-resetting training environment of `config`."""
-    return wrap_for_training(runner.make_env(config), config.num_envs)
+    return wrap_for_training(runner.make_env(config, training=True), config.num_envs)
 
 
 def replay_example(env: Env, config: Config) -> losses.Transition:

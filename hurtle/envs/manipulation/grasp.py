@@ -13,11 +13,13 @@ the engine's contacts).
 
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
 term: paid every step the hand stays at the ball);
-`touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `carry`, 2 x the
-ball's velocity towards the target (m/s, capped at 1); `hit`, 10 when the ball's centre comes within 5 cm of the
-target; `ctrl`, minus 1e-3 |action|^2. Reset: the hand 25 cm up, open, over a random place; the ball at rest on the
-table uniform over x, y in [-0.15, 0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the
-table. The episode ends when the ball leaves the workspace (more than 0.4 m from the centre horizontally), else
+`touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `lift`, 1 while
+the ball is held off the table (`held`, below); `carry`, 2 x the ball's velocity towards the target (m/s, capped at
+1); `hit`, 10 when the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2. Reset: the
+hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15, 0.15] m;
+targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. `start_in_hand` (a training curriculum,
+0 as registered): the share of episodes that start with the open hand lowered around the ball instead, its palm
+over it and the fingers ready to close (`hurtle train grasp --env-options start_in_hand=0.25`). The episode ends when the ball leaves the workspace (more than 0.4 m from the centre horizontally), else
 after 1,000 steps (20 s).
 
 Success measures: targets reached per episode (`targets/reached`) and the seconds the ball was held off the table
@@ -39,6 +41,10 @@ from hurtle.envs.targets import TargetTask
 
 TIPS = ("tip_f1", "tip_f2", "tip_f3", "tip_thumb")
 AREA = 0.15  # m: the ball's and the targets' half-width over the table
+# the open hand lowered around the ball on the table: the wrist's z slide, and the palm's offset from the ball (the
+# thumb and fingers just touch it, about 1 mm in: the opening is a little narrower than the ball)
+IN_HAND_Z = -0.12
+IN_HAND_DX = (-0.002, 0.0)
 
 
 class Grasp(TargetTask):
@@ -55,12 +61,18 @@ class Grasp(TargetTask):
         xml: str | os.PathLike | None = None,
         reach_weight: float = 0.5,
         touch_weight: float = 0.25,
+        lift_weight: float = 1.0,
         carry_weight: float = 2.0,
         ctrl_cost_weight: float = 1e-3,
+        start_in_hand: float = 0.0,
     ):
         super().__init__(xml)
+        if not 0.0 <= start_in_hand <= 1.0:
+            raise ValueError(f"grasp: start_in_hand is a share of episodes in [0, 1], got {start_in_hand}")
+        self.start_in_hand = float(start_in_hand)
         self.reach_weight = float(reach_weight)
         self.touch_weight = float(touch_weight)
+        self.lift_weight = float(lift_weight)
         self.carry_weight = float(carry_weight)
         self.ctrl_cost_weight = float(ctrl_cost_weight)
         m = self.model
@@ -131,6 +143,7 @@ class Grasp(TargetTask):
         return {
             "reach": self.reach_weight * (1.0 - jnp.tanh(gap / 0.1)),
             "touch": self.touch_weight * jnp.sum(self.tip_contacts(after)),
+            "lift": self.lift_weight * self.held(after).astype(self.dtype),
             "carry": self.carry_weight * jnp.minimum(jnp.dot(velocity, direction), 1.0),
             "ctrl": -self.ctrl_cost_weight * jnp.sum(action * action),
         }
@@ -140,12 +153,16 @@ class Grasp(TargetTask):
         return away | ~jnp.all(jnp.isfinite(data.qpos))
 
     def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        k_hand, k_ball = jax.random.split(key)
+        k_hand, k_ball, k_start = jax.random.split(key, 3)
         m = self.model
         qpos = jnp.asarray(m.qpos0, self.dtype)
         hand = jax.random.uniform(k_hand, (2,), self.dtype, -AREA, AREA)
         ball = jax.random.uniform(k_ball, (2,), self.dtype, -AREA, AREA)
-        qpos = qpos.at[:2].set(hand).at[self._ball_q : self._ball_q + 2].set(ball)
+        in_hand = jax.random.uniform(k_start) < self.start_in_hand
+        # around the ball: the palm over it, the grip point 3.5 cm above its centre
+        wrist = jnp.concatenate([ball + jnp.asarray(IN_HAND_DX, self.dtype), jnp.asarray([IN_HAND_Z], self.dtype)])
+        start = jnp.where(in_hand, wrist, jnp.concatenate([hand, qpos[2:3]]))
+        qpos = qpos.at[:3].set(start).at[self._ball_q : self._ball_q + 2].set(ball)
         return qpos, jnp.zeros(m.nv, self.dtype)
 
     def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:

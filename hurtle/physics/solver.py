@@ -362,28 +362,101 @@ def solve(m: Model, d: Data) -> Data:
     than `njmax` is solved on all of them instead: a `while_loop` whose predicate is that overflow, so
     unbatched it is a branch, and under vmap the full solve runs once for the batch when any world
     overflows and never otherwise.
+
+    Derivatives (`opt.solver_grad`): "implicit" (the default) differentiates the solution, not the
+    iterations that found it (`_implicit`): exact at the optimum whatever the mode, tolerance or
+    iteration count, forward and reverse mode alike. "unrolled" differentiates the iterations
+    themselves: reverse mode then needs `solver_mode="fixed"` (lax loops without early exit).
     """
+    if m.opt.solver_grad not in ("implicit", "unrolled"):
+        raise ValueError(f"opt.solver_grad must be 'implicit' or 'unrolled', got {m.opt.solver_grad!r}")
     if m.efc.nefc == 0:
         return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qacc_smooth))
     with jax.named_scope("solve"):
         ctx = _context(m, d)
-        if m.njmax <= 0 or m.opt.solver_mode == "fixed":
-            out = _solve_rows(m, d, ctx, d.efc_state)
+        if m.opt.solver_grad == "unrolled":
+            out = _solve_problem(m, d, ctx)
         else:
-            out, overflow = _working_set(m, d, ctx, m.njmax)
-
-            def every_row(c):
-                # the barrier ties the inputs to the loop's carry: XLA would otherwise hoist the
-                # solve (loop-invariant) out of the loop and run it whether the loop runs or not
-                dd, _ = jax.lax.optimization_barrier((d, c))
-                return (jnp.zeros((), bool), *_solve_rows(m, dd, _context(m, dd), dd.efc_state))
-
-            out = tracing.while_loop(lambda c: c[0], every_row, (overflow, *out))[1:]
+            out = _implicit(m, d, ctx)
         qacc, force, state, qfrc, niter = out
         d = d.replace(qacc=qacc, efc_force=force, efc_state=state, qfrc_constraint=qfrc, solver_niter=niter)
     if m.opt.noslip_iterations > 0:
         d = noslip(m, d)
     return d
+
+
+def _solve_problem(m: Model, d: Data, ctx: _Ctx):
+    """(qacc, efc_force, efc_state, qfrc_constraint, niter) of the problem `ctx` on every row: on a working
+    set of the active rows where the model has one (adaptive mode), else on all."""
+    if m.njmax <= 0 or m.opt.solver_mode == "fixed":
+        return _solve_rows(m, d, ctx, d.efc_state)
+    out, overflow = _working_set(m, d, ctx, m.njmax)
+
+    def every_row(c):
+        # the barrier ties the inputs to the loop's carry: XLA would otherwise hoist the
+        # solve (loop-invariant) out of the loop and run it whether the loop runs or not
+        dd, _ = jax.lax.optimization_barrier((d, c))
+        return (jnp.zeros((), bool), *_solve_rows(m, dd, _context(m, dd), dd.efc_state))
+
+    return tracing.while_loop(lambda c: c[0], every_row, (overflow, *out))[1:]
+
+
+def _implicit(m: Model, d: Data, ctx: _Ctx):
+    """`_solve_problem` with derivatives by implicit differentiation at the optimum.
+
+    The solution qacc* zeroes the cost's gradient G(qacc, p) = M qacc - qfrc_smooth - J' f(J qacc - aref),
+    p the problem's arrays (M, J, aref, qfrc_smooth and the rows' D, R, friction loss and cone
+    coefficients). Differentiating G(qacc*(p), p) = 0: dqacc = -H^-1 dG/dp dp, H = dG/dqacc = M + J' H_rows J,
+    the Newton Hessian at the solution (the rows in their quadratic zone weighted by D, elliptic cones in
+    their middle zone by their cone blocks). The rows' forces and J' f follow from qacc* and p by the chain
+    rule. One Cholesky factorisation of H (one Newton iteration's cost) serves every tangent; the rule is
+    linear in the tangents, so reverse mode is its transpose (one solve per cotangent).
+
+    Defined where G is smooth: at a row exactly on a kink of its cost (a contact at zero distance and
+    zero relative velocity) the derivative is one side's. The warm start, preconditioner and working
+    set change how the optimum is found, not where it is: they carry no derivative.
+    """
+    rows = ctx.rows
+    cones = tuple((c.friction, c.mu) for c in rows.cones)
+    params = (ctx.M, ctx.J, ctx.aref, ctx.qfrc_smooth, ctx.qacc_smooth, rows.D, rows.R, rows.floss, cones)
+
+    def problem(params, active) -> _Ctx:
+        M, J, aref, qfrc_smooth, qacc_smooth, D, R, floss, cones_p = params
+        cs = tuple(c._replace(friction=f, mu=mu) for c, (f, mu) in zip(rows.cones, cones_p))
+        r = rows._replace(D=D, R=R, floss=floss, active=active, cones=cs)
+        return _Ctx(M, J, aref, qfrc_smooth, qacc_smooth, r)
+
+    @jax.custom_jvp
+    def solved(params, active, d):
+        return _solve_problem(m, d, problem(params, active))
+
+    @solved.defjvp
+    def solved_jvp(primals, tangents):
+        params, active, d = primals
+        dparams = tangents[0]
+        out = solved(params, active, d)
+        qacc = jax.lax.stop_gradient(out[0])
+        c = problem(params, active)
+        _, jar = _products(c, qacc)
+        hw, blocks = row_update(c.rows, jar)[3:]
+        chol = linalg.cholesky_symmetric(hessian(c, (hw, blocks)))
+
+        def gradient(p):
+            cp = problem(p, active)
+            Ma, jar = _products(cp, qacc)
+            return _point(cp, Ma, jar)[4]
+
+        def forces(q, p):
+            cp = problem(p, active)
+            force = row_update(cp.rows, _products(cp, q)[1])[0]
+            return force, math.matmul(cp.J.T, force)
+
+        dqacc = -linalg.cho_solve(chol, jax.jvp(gradient, (params,), (dparams,))[1])
+        dforce, dqfrc = jax.jvp(forces, (qacc, params), (dqacc, dparams))[1]
+        ints = tuple(np.zeros(np.shape(x), jax.dtypes.float0) for x in (out[2], out[4]))
+        return out, (dqacc, dforce, ints[0], dqfrc, ints[1])
+
+    return solved(params, rows.active, d)
 
 
 def _working_set(m: Model, d: Data, ctx: _Ctx, k: int):

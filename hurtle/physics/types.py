@@ -89,6 +89,9 @@ class Option:
     # hurtle's own: "adaptive" (while loops, stop at tolerance) or "fixed" (opt.iterations steps in
     # lax loops without early exit, so reverse-mode differentiation passes through the solver)
     solver_mode: str = static_field(default="adaptive")
+    # hurtle's own: how the solver's answer is differentiated, "implicit" (at the optimum, any mode) or
+    # "unrolled" (through the iterations; reverse mode then needs solver_mode="fixed")
+    solver_grad: str = static_field(default="implicit")
 
 
 @pytree_dataclass

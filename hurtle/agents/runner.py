@@ -51,6 +51,7 @@ ALGORITHMS: dict[str, dict[str, str]] = {
         "sac": "hurtle.agents.sac:ALGORITHM",
         "es": "hurtle.agents.es:ALGORITHM",
         "ars": "hurtle.agents.ars:ALGORITHM",
+        "apg": "hurtle.agents.apg:ALGORITHM",
     },
     "sebulba": {
         "impala": "hurtle.agents.impala:ALGORITHM",

@@ -73,6 +73,12 @@ class PhysicsEnv(Env):
         """The reward's terms (scalars) for the step from `before` to `after` under `action`."""
         raise NotImplementedError(f"{type(self).__name__} must define reward_terms(before, after, action)")
 
+    def gradient_reward(self, before: hp.Data, after: hp.Data, action: jax.Array) -> jax.Array | None:
+        """A smooth stand-in for the reward, for learners that follow its derivative through the physics (APG,
+        SHAC), where the reward itself has none (an alive bonus is a step function of the state). None (the
+        default): they follow the reward. Where defined, each state's `info["gradient_reward"]` holds it."""
+        return None
+
     def terminated(self, data: hp.Data) -> jax.Array:
         """Whether the episode ends in this state (never, unless overridden)."""
         return jnp.zeros((), bool)
@@ -123,7 +129,12 @@ class PhysicsEnv(Env):
         metrics = {f"reward/{k}": jnp.zeros_like(v) for k, v in terms.items()}
         if self.contact_capped:
             metrics["ncon_dropped"] = jnp.zeros((), data.ncon_dropped.dtype)
-        return State.first(self.observation(data), self.dtype, metrics=metrics, physics=data)
+        info = {"gradient_reward": jnp.zeros((), self.dtype)} if self._smooth else {}
+        return State.first(self.observation(data), self.dtype, metrics=metrics, info=info, physics=data)
+
+    @property
+    def _smooth(self) -> bool:
+        return type(self).gradient_reward is not PhysicsEnv.gradient_reward
 
     def step(self, state: State, action: jax.Array) -> State:
         action = self.action_space.check(action, type(self).__name__)
@@ -131,6 +142,8 @@ class PhysicsEnv(Env):
         after = self.pipeline_step(before, action)
         terms = self.reward_terms(before, after, action)
         reward = sum(terms.values(), jnp.zeros((), self.dtype))
+        if self._smooth:
+            state = state.replace(info={**state.info, "gradient_reward": self.gradient_reward(before, after, action)})
         return state.replace(
             physics=after,
             obs=self.observation(after),

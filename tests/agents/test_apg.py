@@ -8,6 +8,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from hurtle.agents import runner
 from hurtle.agents.apg import train as apg
@@ -52,3 +53,8 @@ def test_non_finite_gradient_skips_the_update():
         state = new
     assert skipped[0] is False and any(skipped) and int(state.skipped) == sum(skipped) == float(metrics["apg/skipped"])
     assert int(state.step) == 4 * 4 * 8
+
+
+def test_discrete_actions_are_refused():
+    with pytest.raises(ValueError, match=r"APG differentiates through continuous actions; 'cartpole' has"):
+        runner.algorithm("apg").make_learner(apg.Config(env="cartpole"), None)

@@ -23,7 +23,7 @@ from jax.sharding import Mesh
 from hurtle import podracer
 from hurtle.agents import runner
 from hurtle.agents.apg.config import Config
-from hurtle.envs.base import Env, State
+from hurtle.envs.base import Box, Env, State
 from hurtle.envs.wrappers import wrap_for_training
 from hurtle.nn import make_policy_network, normalizer
 from hurtle.nn.networks import PolicyNetwork
@@ -51,6 +51,10 @@ def gradient_reward(state: State) -> jax.Array:
 
 
 def make_policy(config: Config, env: Env) -> PolicyNetwork:
+    if not isinstance(env.action_space, Box):
+        raise ValueError(
+            f"Config.env: APG differentiates through continuous actions; {config.env!r} has {env.action_space}"
+        )
     return make_policy_network(env.observation_size, env.action_space, config.policy_hidden_sizes)
 
 
@@ -151,10 +155,10 @@ def policy_of(state: TrainState) -> dict[str, Any]:
 
 
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
-    """APG for the runner; refuses environments the devices cannot split evenly."""
-    runner.check_devices(config, "num_envs", config.num_envs, mesh)
+    """APG for the runner; refuses discrete actions and environments the devices cannot split evenly."""
     env = wrap_for_training(runner.make_env(config, training=True), config.num_envs)
     policy = make_policy(config, env)
+    runner.check_devices(config, "num_envs", config.num_envs, mesh)
     optimizer = make_optimizer(config)
     return runner.Learner(
         init=lambda: init_state(config, env, policy, optimizer, mesh),

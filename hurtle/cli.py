@@ -64,7 +64,7 @@ def train_args(config_cls: type, arch: str = "anakin") -> type:
     helps = {
         "algo": "The learning algorithm (its preset for ENV gives the defaults shown).",
         "arch": "The Podracer architecture: anakin (environments and learner compiled together on the device: "
-        "ppo, sac, es, ars, apg) or sebulba (host environments on actor threads, MuJoCo C or Gymnasium: impala, ppo).",
+        "ppo, sac, es, ars, apg, shac) or sebulba (host environments on actor threads, MuJoCo C or Gymnasium: impala, ppo).",
         "run_dir": "The run directory (default: runs/<env>-<algo>-<YYYYmmdd-HHMMSS>); it must be new or empty "
         "unless --resume.",
         "resume": "Continue the run in --run-dir from its last checkpoint (from the start if it has none yet), "

@@ -52,6 +52,7 @@ ALGORITHMS: dict[str, dict[str, str]] = {
         "es": "hurtle.agents.es:ALGORITHM",
         "ars": "hurtle.agents.ars:ALGORITHM",
         "apg": "hurtle.agents.apg:ALGORITHM",
+        "shac": "hurtle.agents.shac:ALGORITHM",
     },
     "sebulba": {
         "impala": "hurtle.agents.impala:ALGORITHM",

@@ -64,6 +64,16 @@ def _act(config: Config, policy: PolicyNetwork, params: Any, norm: normalizer.No
     return policy.distribution.mode(policy.apply(params, obs))
 
 
+def guarded_update(optimizer: optax.GradientTransformation, grads: Any, opt_state: Any, params: Any):
+    """One optimiser step, or none where the gradient has a non-finite entry: (params, opt_state, finite)."""
+    finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in jax.tree.leaves(grads)]))
+    with jax.numpy_dtype_promotion("standard"):
+        updates, new_state = optimizer.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+    keep = lambda new, old: jnp.where(finite, new, old)  # noqa: E731
+    return jax.tree.map(keep, new_params, params), jax.tree.map(keep, new_state, opt_state), finite
+
+
 def make_optimizer(config: Config) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
 
@@ -100,13 +110,7 @@ def make_iteration(config: Config, env: Env, policy: PolicyNetwork, optimizer, m
         )
         if mesh is not None:
             final = podracer.shard_batch(final, mesh)
-        leaves = jax.tree.leaves(grads)
-        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(g)) for g in leaves]))
-        with jax.numpy_dtype_promotion("standard"):
-            updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-            params = optax.apply_updates(state.params, updates)
-        params = jax.tree.map(lambda new, old: jnp.where(finite, new, old), params, state.params)
-        opt_state = jax.tree.map(lambda new, old: jnp.where(finite, new, old), opt_state, state.opt_state)
+        params, opt_state, finite = guarded_update(optimizer, grads, state.opt_state, state.params)
         norm = state.normalizer
         if config.normalize_observations:
             norm = normalizer.update(norm, lax.stop_gradient(obs))
@@ -176,4 +180,13 @@ def make_actor(config: Config) -> runner.Actor:
     return runner.Actor(lambda p, obs: _act(config, policy, p["params"], p["normalizer"], obs), like)
 
 
-__all__ = ["TrainState", "gradient_reward", "init_state", "make_actor", "make_iteration", "make_learner", "policy_of"]
+__all__ = [
+    "TrainState",
+    "gradient_reward",
+    "guarded_update",
+    "init_state",
+    "make_actor",
+    "make_iteration",
+    "make_learner",
+    "policy_of",
+]

@@ -30,10 +30,6 @@ def main() -> None:
     args = parser.parse_args()
 
     import jax
-    import jax.numpy as jnp
-
-    import hurtle.envs as envs
-    import hurtle.physics as hp
 
     def timed(f, *a):
         jax.block_until_ready(f(*a))
@@ -45,59 +41,70 @@ def main() -> None:
         return statistics.median(times)
 
     print(f"batch {args.batch}, float32, horizon {args.horizon} for memory; times are medians of {args.repeats}")
-    print("| task | forward ms | value+VJP ms | backward / forward | temp MB: implicit | unrolled 4 it | unrolled 16 it |")
+    head = (
+        "task",
+        "forward ms",
+        "value+VJP ms",
+        "backward / forward",
+        "temp MB: implicit",
+        "unrolled 4 it",
+        "unrolled 16 it",
+    )
+    print("| " + " | ".join(head) + " |")
     print("|---|---|---|---|---|---|---|")
     for name in args.envs:
-        env = envs.make(name)
-        task = env.unwrapped
-        key = jax.random.key(0)
-        state = jax.vmap(env.reset)(jax.random.split(key, args.batch))
-        size = env.action_space.shape[0]
+        row = measure(name, args, timed)
+        print("| " + " | ".join(row) + " |", flush=True)
 
-        def settle(s, k):
-            return jax.vmap(env.step)(s, jax.random.uniform(k, (args.batch, size), minval=-0.3, maxval=0.3)), None
 
-        state, _ = jax.jit(lambda s: jax.lax.scan(settle, s, jax.random.split(key, 50)))(state)
-        d = state.physics
-        m = task.model
+def measure(name: str, args: argparse.Namespace, timed) -> list[str]:
+    """One table row: forward ms, value+VJP ms, backward/forward, and the three memories (MB)."""
+    import jax
+    import jax.numpy as jnp
 
-        def one(model):
-            def f(q, v, u, d):
-                out = hp.step(model, d.replace(qpos=q, qvel=v, ctrl=u))
-                return out.qpos, out.qvel
+    import hurtle.envs as envs
+    import hurtle.physics as hp
 
-            return f
+    env = envs.make(name)
+    key = jax.random.key(0)
+    state = jax.vmap(env.reset)(jax.random.split(key, args.batch))
+    size = env.action_space.shape[0]
 
-        f = one(m)
-        forward = jax.jit(jax.vmap(f))
-        t_fwd = timed(forward, d.qpos, d.qvel, d.ctrl, d)
+    def settle(s, k):
+        return jax.vmap(env.step)(s, jax.random.uniform(k, (args.batch, size), minval=-0.3, maxval=0.3)), None
 
-        def value_vjp(q, v, u, d):
-            out, pull = jax.vjp(lambda q, v, u: f(q, v, u, d), q, v, u)
-            return out, pull((jnp.ones_like(out[0]), jnp.ones_like(out[1])))
+    state, _ = jax.jit(lambda s: jax.lax.scan(settle, s, jax.random.split(key, 50)))(state)
+    d = state.physics
+    m = env.unwrapped.model
 
-        t_vjp = timed(jax.jit(jax.vmap(value_vjp)), d.qpos, d.qvel, d.ctrl, d)
+    def f(q, v, u, d):
+        out = hp.step(m, d.replace(qpos=q, qvel=v, ctrl=u))
+        return out.qpos, out.qvel
 
-        def memory(model):
-            def loss(u, d):
-                def body(d, u):
-                    d = hp.step(model, d.replace(ctrl=u))
-                    return d, jnp.sum(d.qpos)
+    t_fwd = timed(jax.jit(jax.vmap(f)), d.qpos, d.qvel, d.ctrl, d)
 
-                return jnp.sum(jax.lax.scan(body, d, u)[1])
+    def value_vjp(q, v, u, d):
+        out, pull = jax.vjp(lambda q, v, u: f(q, v, u, d), q, v, u)
+        return out, pull((jnp.ones_like(out[0]), jnp.ones_like(out[1])))
 
-            us = jnp.zeros((args.batch, args.horizon, m.nu), d.qpos.dtype)
-            g = jax.jit(jax.vmap(jax.grad(loss)))
-            return g.lower(us, d).compile().memory_analysis().temp_size_in_bytes / 2**20
+    t_vjp = timed(jax.jit(jax.vmap(value_vjp)), d.qpos, d.qvel, d.ctrl, d)
 
-        fixed = m.opt.replace(solver_mode="fixed", solver_grad="unrolled")
-        mems = [memory(m)] + [memory(m.replace(opt=fixed.replace(iterations=it))) for it in (4, 16)]
-        print(
-            f"| {name} | {1e3 * t_fwd:.2f} | {1e3 * t_vjp:.2f} | {(t_vjp - t_fwd) / t_fwd:.2f} | "
-            + " | ".join(f"{x:.0f}" for x in mems)
-            + " |",
-            flush=True,
-        )
+    def memory(model):
+        def loss(u, d):
+            def body(d, u):
+                d = hp.step(model, d.replace(ctrl=u))
+                return d, jnp.sum(d.qpos)
+
+            return jnp.sum(jax.lax.scan(body, d, u)[1])
+
+        us = jnp.zeros((args.batch, args.horizon, m.nu), d.qpos.dtype)
+        g = jax.jit(jax.vmap(jax.grad(loss)))
+        return g.lower(us, d).compile().memory_analysis().temp_size_in_bytes / 2**20
+
+    fixed = m.opt.replace(solver_mode="fixed", solver_grad="unrolled")
+    mems = [memory(m)] + [memory(m.replace(opt=fixed.replace(iterations=it))) for it in (4, 16)]
+    ratio = (t_vjp - t_fwd) / t_fwd
+    return [name, f"{1e3 * t_fwd:.2f}", f"{1e3 * t_vjp:.2f}", f"{ratio:.2f}"] + [f"{x:.0f}" for x in mems]
 
 
 if __name__ == "__main__":

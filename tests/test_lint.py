@@ -19,5 +19,7 @@ def _ruff():
 
 @pytest.mark.parametrize("args", [["check"], ["format", "--check"]], ids=["check", "format"])
 def test_ruff(args):
-    out = subprocess.run([_ruff(), *args, "hurtle", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(
+        [_ruff(), *args, "hurtle", "tests", "benchmarks", "examples"], cwd=ROOT, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -23,6 +23,7 @@ from jax.sharding import Mesh
 from hurtle import podracer
 from hurtle.agents import runner
 from hurtle.agents.apg.train import gradient_reward, guarded_update, make_policy
+from hurtle.agents.apg.train import make_actor as apg_actor
 from hurtle.agents.shac.config import Config
 from hurtle.envs.base import Env, State
 from hurtle.envs.wrappers import wrap_for_training
@@ -213,14 +214,8 @@ def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
 
 
 def make_actor(config: Config) -> runner.Actor:
-    """The deterministic policy (the tanh-Gaussian's mode) and its checkpoint item."""
-    from hurtle.agents.apg.train import _act
-
-    env = runner.make_env(config)
-    policy = make_policy(config, env)
-    obs_space = env.observation_space
-    like = {"params": policy.init(jax.random.key(0)), "normalizer": normalizer.init(obs_space.shape, obs_space.dtype)}
-    return runner.Actor(lambda p, obs: _act(config, policy, p["params"], p["normalizer"], obs), like)
+    """The deterministic policy (the tanh-Gaussian's mode) and its checkpoint item: APG's, the same network."""
+    return apg_actor(config)
 
 
 __all__ = ["TrainState", "init_state", "make_actor", "make_iteration", "make_learner", "policy_of", "td_lambda_targets"]

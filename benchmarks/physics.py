@@ -1,4 +1,4 @@
-"""Physics throughput: hurtle vs MJX vs MuJoCo C (and Brax) on the same models, batch and random controls.
+"""Physics throughput: hurtle vs MJX vs MuJoCo C (and MuJoCo Warp, Brax) on the same models, batch and controls.
 
     python benchmarks/physics.py                   # CPU, batch 256, the default models
     python benchmarks/physics.py --batch 8192      # on a GPU machine
@@ -15,6 +15,11 @@ with XLA's default code generation: hurtle's worker runs without the flag `impor
 --mode full (the default) keeps contacts and every constraint on with each model's own solver settings
 (PGS models get Newton in every engine); `nocontact` and `smooth` turn contacts or all constraints off, in
 all three engines alike.
+
+MuJoCo Warp (`--engines ...,warp`; `pip install mujoco-warp`) runs as its own `mjwarp-testspeed` does: float32,
+`put_data` with its per-world buffers (`--warp-nconmax`, `--warp-njmax`; its defaults from the model otherwise, both
+stated under the table with the share of worlds that overflowed them), the step captured as one CUDA graph and
+replayed (on a CPU, launched step by step: Warp runs there, slowly, which is enough to try the benchmark).
 
 Brax (`--engines ...,brax`) runs in a virtualenv of its own (Brax needs jax 0.9.x; `benchmarks/brax_venv.sh`
 makes `.brax/`, or name another interpreter with `--brax-python`). Its pipelines (`--brax-backend`: generalized,
@@ -305,7 +310,79 @@ def bench_mujoco(spec: str, batch: int, nsteps: int, repeats: int, mode: str, op
     }
 
 
-ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx, "mujoco": bench_mujoco, "brax": bench_brax}
+def bench_warp(
+    spec: str,
+    batch: int,
+    nsteps: int,
+    repeats: int,
+    mode: str,
+    opt: dict | None = None,
+    nconmax: int | None = None,
+    njmax: int | None = None,
+):
+    """MuJoCo Warp (`mujoco_warp`, float32) on the model, with its own recommended setup: `put_data` with
+    `nconmax`/`njmax` per world (None: MuJoCo Warp's own defaults from the model), and on a CUDA device the
+    step captured once as a CUDA graph (`wp.ScopedCapture`) and replayed `nsteps` times per timed call, as
+    `mjwarp-testspeed` does; on a CPU device the step is launched `nsteps` times (no graphs there).
+    compile_s is the first step with an empty kernel cache (Warp's code generation and module builds, cold,
+    as the JAX engines' compile + first call), plus the graph's capture; the timed calls end with
+    `wp.synchronize`. Returns also the sizes used, the mean solver iterations over nsteps steps from the start
+    and the share of worlds that overflowed a buffer (0: nothing dropped)."""
+    import tempfile
+
+    import mujoco
+    import warp as wp
+
+    wp.config.kernel_cache_dir = tempfile.mkdtemp(prefix="warp-cache-")  # cold: no kernels from an earlier run
+    wp.config.quiet = True
+    import mujoco_warp as mjw
+
+    mm = _mj_model(spec, mode, opt)
+    md = mujoco.MjData(mm)
+    mujoco.mj_forward(mm, md)
+    wp.init()
+    t0 = time.perf_counter()
+    m = mjw.put_model(mm)
+    d = mjw.put_data(mm, md, nworld=batch, nconmax=nconmax, njmax=njmax)
+    wp.copy(d.ctrl, wp.array(_controls(mm, batch).astype(np.float32), dtype=float))
+    mjw.step(m, d)  # builds (compiles) every kernel the step launches
+    graph = None
+    if wp.get_device().is_cuda:
+        with wp.ScopedCapture() as capture:
+            mjw.step(m, d)
+        graph = capture.graph
+    wp.synchronize()
+    compile_s = time.perf_counter() - t0
+
+    def advance():
+        for _ in range(nsteps):
+            wp.capture_launch(graph) if graph is not None else mjw.step(m, d)
+        wp.synchronize()
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        advance()
+        times.append(time.perf_counter() - t0)
+    # untimed: solver iterations per step and overflows over nsteps steps from the start
+    d = mjw.put_data(mm, md, nworld=batch, nconmax=nconmax, njmax=njmax)
+    wp.copy(d.ctrl, wp.array(_controls(mm, batch).astype(np.float32), dtype=float))
+    iters, overflow = [], np.zeros(batch, bool)
+    for _ in range(nsteps):
+        mjw.step(m, d)
+        iters.append(float(d.solver_niter.numpy().mean()))
+        overflow |= d.overflow.numpy() != 0
+    return {
+        "compile_s": compile_s,
+        "steps_per_s": batch * nsteps / statistics.median(times),
+        "solver_iters": float(np.mean(iters)),
+        "overflow_worlds": float(overflow.mean()),
+        "sizes": f"nconmax {d.naconmax // batch}, njmax {d.njmax}",
+        "versions": f"mujoco_warp {getattr(mjw, '__version__', '?')}, warp {wp.__version__} on {wp.get_device()}",
+    }
+
+
+ENGINES = {"hurtle": bench_hurtle, "mjx": bench_mjx, "mujoco": bench_mujoco, "brax": bench_brax, "warp": bench_warp}
 BRAX_PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".brax", "bin", "python")
 
 
@@ -339,6 +416,9 @@ def _run_isolated(engine: str, spec: str, args) -> dict:
         cmd += ["--nconmax", str(args.nconmax)]
     if args.njmax is not None and engine == "hurtle":
         cmd += ["--njmax", str(args.njmax)]
+    if engine == "warp":  # MuJoCo Warp's own buffer sizes (None: its defaults from the model)
+        cmd += ["--nconmax", str(args.warp_nconmax)] if args.warp_nconmax else []
+        cmd += ["--njmax", str(args.warp_njmax)] if args.warp_njmax else []
     if args.integrator:
         cmd += ["--integrator", args.integrator]
     if args.iterations:
@@ -451,6 +531,8 @@ def main(argv=None):
         type=int,
         help="every engine's solver iteration cap (default: each file's; Brax runs exactly this many)",
     )
+    p.add_argument("--warp-nconmax", type=int, default=None, help="MuJoCo Warp: contacts per world (default: its own)")
+    p.add_argument("--warp-njmax", type=int, default=None, help="MuJoCo Warp: constraint rows per world (its default)")
     p.add_argument("--brax-python", default=BRAX_PYTHON, help="the interpreter of Brax's virtualenv")
     p.add_argument("--brax-backend", choices=["generalized", "positional", "spring"], default="generalized")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
@@ -499,7 +581,7 @@ def main(argv=None):
     integrator = f" Every engine integrates with {args.integrator} (`--integrator`)." if args.integrator else ""
     if args.iterations:
         integrator += f" Every engine's solver iterations capped at {args.iterations} (`--iterations`)."
-    brax = "brax" in engines
+    brax, warp = "brax" in engines, "warp" in engines
     lines = [
         f"\n### {time.strftime('%Y-%m-%d')}: batch {args.batch}, {args.nsteps} steps per call, {args.dtype}",
         f"Machine: {_machine()}. {MODE_TEXT[args.mode]}{integrator}{cap}{rounds}\n",
@@ -507,8 +589,11 @@ def main(argv=None):
         + " | ".join(f"{e} steps/s | {e} {'setup' if e == 'mujoco' else 'compile'} s" for e in engines)
         + " | hurtle/mjx speed | hurtle/mjx compile + first call | hurtle/mjx compile alone | hurtle/mujoco speed"
         + (" | hurtle/brax speed | hurtle/brax compile + first call" if brax else "")
-        + " | solver iters hurtle / mujoco |",
-        "|---|" + "---|---|" * len(engines) + "---|---|---|---|" + ("---|---|" if brax else "") + "---|",
+        + (" | hurtle/warp speed | hurtle/warp compile + first call" if warp else "")
+        + " | solver iters hurtle / mujoco"
+        + (" / warp" if warp else "")
+        + " |",
+        "|---|" + "---|---|" * len(engines) + "---|---|---|---|" + "---|---|" * (brax + warp) + "---|",
     ]
     notes = []
     for spec, runs in rows:
@@ -522,13 +607,20 @@ def main(argv=None):
         hr, xr, cr = (runs.get(e, [{}] * args.rounds) for e in ("hurtle", "mjx", "mujoco"))
         cells += [round_ratio(hr, xr, key) for key in ("steps_per_s", "compile_s", "lower_compile_s")]
         cells.append(round_ratio(hr, cr, "steps_per_s"))
-        if brax:
-            cells += [round_ratio(hr, runs["brax"], key) for key in ("steps_per_s", "compile_s")]
-            if "versions" in res["brax"]:
-                notes.append(f"- {spec} / brax: {res['brax']['versions']}, its own virtualenv")
+        for peer in ("brax", "warp") if brax or warp else ():
+            if peer in engines:
+                cells += [round_ratio(hr, runs[peer], key) for key in ("steps_per_s", "compile_s")]
+        if "versions" in res.get("brax", {}):
+            notes.append(f"- {spec} / brax: {res['brax']['versions']}, its own virtualenv")
+        if "versions" in res.get("warp", {}):
+            w = res["warp"]
+            notes.append(
+                f"- {spec} / warp: {w['versions']}, {w['sizes']} per world, CUDA graph where on a GPU; "
+                f"worlds that overflowed a buffer in {args.nsteps} steps: {w['overflow_worlds']:.1%}"
+            )
         its = [
             f"{r['solver_iters']:.2f}" if r and "solver_iters" in r else "—"
-            for r in (res.get("hurtle"), res.get("mujoco"))
+            for r in (res.get("hurtle"), res.get("mujoco")) + ((res.get("warp"),) if warp else ())
         ]
         cells.append(" / ".join(its))
         lines.append(f"| {spec} | " + " | ".join(cells) + " |")

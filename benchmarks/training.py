@@ -6,7 +6,9 @@ sebulba; THRESHOLD a return, or MEASURE=VALUE for one of the task's evaluation m
 iteration, compilation included. "time to solve" is
 the `time_s` of the first evaluation whose mean return reaches the threshold; "steps/s" counts env steps per
 second of training after the first iteration (whose time is mostly compilation), evaluation included.
-`--max-seconds` stops a run at the first iteration past that wall-clock budget.
+`--max-seconds` stops a run at the first iteration past that wall-clock budget. "MuJoCo C return" is the final
+policy's mean over 16 episodes on MuJoCo C (sim-to-sim, `hurtle.agents.sim2sim`: the task's Gymnasium twin, e.g.
+HalfCheetah-v5, else hurtle's task on MuJoCo C) and its ratio to the last hurtle evaluation's mean.
 
     python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
     python benchmarks/training.py --env cartpole:475 --seeds 0 1 2
@@ -36,10 +38,6 @@ GYM_IDS = {"halfcheetah": "HalfCheetah-v5", "hopper": "Hopper-v5", "walker2d": "
            "swimmer": "Swimmer-v5", "inverted_pendulum": "InvertedPendulum-v5", "pendulum": "Pendulum-v1"}  # fmt: skip
 
 
-class _Budget(Exception):
-    """Raised from the progress callback when a run passes --max-seconds."""
-
-
 def run(
     env: str,
     threshold: float,
@@ -50,8 +48,12 @@ def run(
     arch: str | None = None,
     stop: bool = False,
     measure: str = "episode_return",
+    sim_episodes: int = 16,
 ) -> dict:
-    from hurtle.agents import runner
+    import jax
+
+    from hurtle import podracer
+    from hurtle.agents import runner, sim2sim
 
     algorithm = runner.algorithm(algo, arch)
     if env not in algorithm.presets:
@@ -66,15 +68,20 @@ def run(
         now = time.perf_counter() - start
         marks.append((step, now))
         history.append(metrics)
-        if max_seconds is not None and now > max_seconds:
-            raise _Budget
-        if stop and metrics.get(key, float("-inf")) >= threshold:
-            raise _Budget
+        if key in metrics:  # the curve as it goes, for a run cut short
+            print(f"  {env} {algo} seed {seed}: {step:,} steps, {now:.1f} s, {measure} {metrics[key]:.4g}", flush=True)
+        # True stops the run after this iteration (the budget spent, or the threshold reached with --stop)
+        return (max_seconds is not None and now > max_seconds) or (
+            stop and metrics.get(key, -float("inf")) >= threshold
+        )
 
-    try:
-        runner.train(algorithm, config, progress)
-    except _Budget:
-        pass
+    learner = algorithm.make_learner(config, podracer.make_mesh())
+    state, _ = runner.train(algorithm, config, progress, learner=learner)
+    try:  # sim-to-sim: the final policy on MuJoCo C (the task's Gymnasium twin, else hurtle's task there)
+        there = sim2sim.make_evaluate(config, algorithm.make_actor(config).act, sim_episodes)
+        mujoco_return = float(there(learner.policy(state), jax.random.key(seed + 7))["episode_return"].mean())
+    except (ValueError, TypeError):  # not a physics task, or trained on a host backend already
+        mujoco_return = None
     solved = next((m for m in history if m.get(key, float("-inf")) >= threshold), None)
     (s1, t1), (s_end, t_end) = marks[0], marks[-1]
     return {
@@ -82,6 +89,7 @@ def run(
         "solve_steps": int(solved["step"]) if solved else None,
         "final_return": next((m["eval/episode_return"] for m in reversed(history) if "eval/episode_return" in m), None),
         "final_measure": next((m[key] for m in reversed(history) if key in m), None),
+        "mujoco_return": mujoco_return,
         "steps_per_s": (s_end - s1) / (t_end - t1) if t_end > t1 else float("nan"),
         "first_iteration_s": t1,
         "total_s": t_end,
@@ -256,6 +264,12 @@ def main(argv=None) -> None:
     def fmt(v, f):
         return "—" if v is None or v != v else format(v, f)
 
+    def sim(r):
+        there, here = r.get("mujoco_return"), r.get("final_return")
+        if there is None:
+            return "—"
+        return f"{there:.1f}" + (f" ({there / here:.2f})" if here and here > 0 else "")
+
     budget = f" Each run stopped after {args.max_seconds:,.0f} s at most." if args.max_seconds else ""
     budget += " Runs stopped at the threshold." if args.stop else ""
     budget += f" hurtle's presets changed: {', '.join(args.set)}." if args.set else ""
@@ -266,12 +280,12 @@ def main(argv=None) -> None:
         f"(SBX: env steps over its whole clock).{budget}",
         "",
         "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | last eval "
-        "measure | training steps/s | first iteration s | whole run s | env steps |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "measure | training steps/s | first iteration s | whole run s | env steps | MuJoCo C return (/ hurtle) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env, learner, threshold, seed, r in rows:
         if "error" in r:
-            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | | |")
+            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | | | |")
             continue
         measure = r.get("measure", "episode_return")
         named = f"{threshold:g}" if measure == "episode_return" else f"{measure} ≥ {threshold:g}"
@@ -279,7 +293,7 @@ def main(argv=None) -> None:
             f"| {env} | {learner} | {seed} | {named} | {fmt(r['solve_s'], '.1f')} | "
             f"{fmt(r['solve_steps'], ',')} | {fmt(r['final_return'], '.1f')} | {fmt(r.get('final_measure'), '.3g')} | "
             f"{fmt(r['steps_per_s'], ',.0f')} | "
-            f"{fmt(r['first_iteration_s'], '.1f')} | {r['total_s']:.1f} | {r['num_timesteps']:,} |"
+            f"{fmt(r['first_iteration_s'], '.1f')} | {r['total_s']:.1f} | {r['num_timesteps']:,} | {sim(r)} |"
         )
     text = "\n".join(lines) + "\n"
     print(text)

@@ -3,7 +3,7 @@
     hurtle train ENV [--algo {ppo,sac,es,ars}] [--run-dir DIR] [--resume] [--seed N] [any Config field]
     hurtle train ENV --arch sebulba [--algo {impala,ppo}] [--env-backend {mujoco,gymnasium}]
                      [--actor-devices I ...] [--learner-devices I ...] [any Config field]
-    hurtle eval RUN_DIR [--episodes N] [--step N]
+    hurtle eval RUN_DIR [--episodes N] [--step N] [--engine {hurtle,mujoco}]
     hurtle view RUN_DIR [--step N] [--episodes K] [--seed S] [-o FILE.html]
     hurtle view --model FILE.xml [--duration S] [--controls {random,zero}] [--engine {hurtle,mujoco}]
     hurtle video RUN_DIR|--model FILE.xml [-o FILE.mp4|FILE.gif] [--width W --height H --fps F --camera NAME]
@@ -97,6 +97,9 @@ class EvalArgs:
     """The checkpoint to evaluate, by its env-step count (default: the newest)."""
     seed: int = 0
     """The seed of the episodes' random starts."""
+    engine: Literal["hurtle", "mujoco"] = "hurtle"
+    """mujoco: also replay the policy on MuJoCo C (the task's Gymnasium environment, e.g. Ant-v5, where it has
+    one; else hurtle's task on MuJoCo C) and print both engines' returns side by side (sim-to-sim)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -519,17 +522,45 @@ def evaluate(argv: list[str]) -> None:
     if args.episodes <= 0:
         raise UsageError(f"--episodes must be positive, got {args.episodes}")
     algo, config, actor, policy, meta = _load_run(args.run_dir, args.step)
-    run = algo.evaluator(config, actor.act, num_episodes=args.episodes)
-    out = jax.device_get(run(policy, jax.random.key(args.seed)))
+    head = (
+        f"hurtle eval: {config.env} ({algo.name}), checkpoint at {meta['step']:,} env steps, {args.episodes} episodes"
+    )
+    key = jax.random.key(args.seed)
+    if args.engine == "hurtle":
+        out = jax.device_get(algo.evaluator(config, actor.act, num_episodes=args.episodes)(policy, key))
+        print(f"{head}: {_returns(out)}")
+        measures = {
+            k: np.asarray(v, np.float64) for k, v in out.get("metrics", {}).items() if not k.startswith("episode/")
+        }
+        if measures:  # the task's own: success measures at the episodes' ends, reward terms summed over them
+            print("  " + ", ".join(f"{k} {v.mean():.3g} ± {v.std():.2g}" for k, v in sorted(measures.items())))
+        return
+    from hurtle.agents import runner, sim2sim
+
+    try:
+        there = sim2sim.make_evaluate(config, actor.act, args.episodes)
+        where = sim2sim.engine_name(config)
+    except (ValueError, TypeError) as e:
+        raise UsageError(str(e)) from None
+    ours = jax.device_get(runner.make_evaluate(config, actor.act, args.episodes)(policy, key))  # hurtle's physics
+    theirs = there(policy, key)
+    here = "hurtle's physics"
+    width = max(len(where), len(here))
+    print(f"{head}:")
+    print(f"  {here:<{width}}  {_returns(ours)}")
+    print(f"  {where:<{width}}  {_returns(theirs)}")
+    a, b = float(np.mean(ours["episode_return"])), float(np.mean(theirs["episode_return"]))
+    ratio = f"{b / a:.3f}" if a > 0 else "— (hurtle's mean return is not positive)"
+    print(f"  MuJoCo C / hurtle mean return: {ratio}")
+
+
+def _returns(out: dict[str, Any]) -> str:
+    """An evaluation's returns and lengths in one line."""
     ret, length = np.asarray(out["episode_return"], np.float64), np.asarray(out["episode_length"])
-    print(
-        f"hurtle eval: {config.env} ({algo.name}), checkpoint at {meta['step']:,} env steps, {args.episodes} episodes: "
+    return (
         f"return {ret.mean():.2f} ± {ret.std():.2f} (min {ret.min():.2f}, max {ret.max():.2f}), "
         f"length {length.mean():.1f}"
     )
-    measures = {k: np.asarray(v, np.float64) for k, v in out.get("metrics", {}).items() if not k.startswith("episode/")}
-    if measures:  # the task's own: success measures at the episodes' ends, reward terms summed over them
-        print("  " + ", ".join(f"{k} {v.mean():.3g} ± {v.std():.2g}" for k, v in sorted(measures.items())))
 
 
 def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, float, str, str, np.ndarray | None]:

@@ -3,6 +3,8 @@
 import os
 import re
 
+import pytest
+
 from hurtle import cli
 
 
@@ -186,3 +188,5 @@ def test_killed_run_resumes_exactly(tmp_path):
     assert times == sorted(times)
 
     cli.main(["eval", str(run), "--episodes", "4"])
+    with pytest.raises(SystemExit, match=r"cartpole is not a physics task \(CartPole\): there is no MuJoCo C version"):
+        cli.main(["eval", str(run), "--engine", "mujoco"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 from typing import Annotated
 
 import tyro
@@ -32,6 +33,9 @@ class RunConfig:
     training curriculum. Evaluation always runs the task as registered, so its returns measure the task itself."""
     eval_every: int = 10
     """Training iterations between evaluations (0: never; the last iteration is always evaluated unless 0)."""
+    target_return: float | None = None
+    """Stop at the first evaluation whose mean return reaches this (checkpointed as the last); None: train for
+    `num_timesteps`. Needs evaluations (`eval_every` > 0)."""
     num_eval_envs: int = 128
     """Environments in one deterministic evaluation (one episode each)."""
     checkpoint_every: int = 0
@@ -53,6 +57,11 @@ class RunConfig:
             raise ValueError(f"Config.env: unknown environment {self.env!r}; registered: {', '.join(names())}")
         if self.nconmax is not None and (isinstance(self.nconmax, bool) or not self.nconmax > 0):
             raise ValueError(f"Config.nconmax must be a positive number of contacts or None, got {self.nconmax}")
+        if self.target_return is not None and not (self.eval_every and math.isfinite(self.target_return)):
+            raise ValueError(
+                f"Config.target_return must be a finite return with evaluations on (eval_every > 0), got "
+                f"{self.target_return} with eval_every={self.eval_every}"
+            )
         env_options(self)
 
     def env_kwargs(self) -> dict[str, object]:

@@ -19,9 +19,9 @@ brings its own `make_evaluate` doing the same there) and writes the same run dir
 Architectures: Anakin's algorithms (`ALGORITHMS["anakin"]`) compile environment and learner together;
 Sebulba's (`ALGORITHMS["sebulba"]`) step host environments on actor threads (`hurtle.podracer.sebulba`).
 
-`train` stops after the first iteration whose state's `step` reaches `config.num_timesteps`; an algorithm
-whose iterations take a varying number of env steps (ES and ARS count the steps their episodes really took)
-needs nothing more.
+`train` stops after the first iteration whose state's `step` reaches `config.num_timesteps`, or whose evaluation
+reaches `config.target_return`; an algorithm whose iterations take a varying number of env steps (ES and ARS
+count the steps their episodes really took) needs nothing more.
 """
 
 from __future__ import annotations
@@ -324,6 +324,8 @@ def train(
     """Train `algo` per `config` on `mesh` (all devices by default; `learner`: one `algo.make_learner` already
     built for them, e.g. to check the config before a run directory is made); returns the final state and one metrics
     dict per iteration run (evaluation metrics merged in every `eval_every` iterations and after the last).
+    `progress_fn(step, metrics)` is called after every iteration; returning True stops the run there (as
+    `config.target_return` does: that iteration is the last, checkpointed as such).
 
     With a `checkpointer`, a checkpoint is written every `config.checkpoint_every` iterations and after the
     last. With `resume`, the run continues from the newest checkpoint (if any) exactly as if it had never
@@ -360,11 +362,15 @@ def train(
             if evaluate_fn is not None and (iteration % config.eval_every == 0 or last):
                 eval_key, k = jax.random.split(eval_key)
                 metrics.update(eval_metrics(podracer.host_value(evaluate_fn(learner.policy(state), k))))
+            stop = config.target_return is not None and metrics.get("eval/episode_return", -np.inf) >= float(
+                config.target_return
+            )
             metrics["step"] = float(step)
             metrics["time/seconds"] = time.perf_counter() - start
             history.append(metrics)
             if progress_fn is not None:
-                progress_fn(step, metrics)
+                stop = progress_fn(step, metrics) is True or stop
+            last = last or stop
             if checkpointer is not None and (
                 last or (config.checkpoint_every and iteration % config.checkpoint_every == 0)
             ):
@@ -375,6 +381,8 @@ def train(
                     "eval_key": np.asarray(jax.random.key_data(eval_key)).tolist(),
                 }
                 checkpointer.save(step, state, learner.policy(state), meta)
+            if stop:
+                break
     finally:
         if learner.close is not None:
             learner.close()

@@ -104,6 +104,24 @@ class EpisodeCounter:
         return truncated, metrics
 
 
+def run_episodes(env: HostEnv, act, seed: int, max_steps: int) -> dict[str, np.ndarray]:
+    """One episode in each of `env`'s environments from `seed`, the actions `act(obs)` of the batch's
+    observations, each to its end or the time limit (`env.episode_limit`, else `max_steps` steps): per-episode
+    `episode_return` (float64 sums) and `episode_length`."""
+    n = env.num_envs
+    obs = env.reset(seed)
+    ret, length, alive = np.zeros(n), np.zeros(n), np.ones(n, bool)
+    for _ in range(env.episode_limit or max_steps):
+        step = env.step(np.asarray(act(obs)))
+        ret += np.where(alive, step.reward, 0)
+        length += alive
+        alive &= ~step.ended
+        obs = step.obs
+        if not alive.any():
+            break
+    return {"episode_return": ret, "episode_length": length}
+
+
 def guard_nonfinite(obs, reward, terminated, *more: np.ndarray, bad: np.ndarray | None = None):
     """`NanGuard` on the host: rows whose observation, reward (or any of `more`) is not finite, and rows
     marked in `bad`, end (terminated) with a zero observation and reward. Returns (obs, reward, terminated,
@@ -124,4 +142,4 @@ def guard_nonfinite(obs, reward, terminated, *more: np.ndarray, bad: np.ndarray 
     return obs, reward, terminated, bad
 
 
-__all__ = ["EpisodeCounter", "HostEnv", "HostStep", "guard_nonfinite"]
+__all__ = ["EpisodeCounter", "HostEnv", "HostStep", "guard_nonfinite", "run_episodes"]

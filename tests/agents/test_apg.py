@@ -10,19 +10,28 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hurtle.agents import runner
+from hurtle import podracer
+from hurtle.agents import runner, sim2sim
 from hurtle.agents.apg import train as apg
 from hurtle.envs.locomotion.inverted_pendulum import InvertedPendulum
 from hurtle.envs.wrappers import EpisodeWrapper, wrap_for_training
 
 
 def test_apg_solves_inverted_pendulum():
-    """The preset reaches the time limit (return 1,000 on every evaluation episode) within 100k steps."""
+    """The preset reaches the time limit (return 1,000 on every evaluation episode) within 100k steps (the run
+    stops at its first such evaluation: `target_return`)."""
     algo = runner.algorithm("apg")
-    config = dataclasses.replace(algo.preset("inverted_pendulum"), num_timesteps=100_000, num_eval_envs=16)
-    state, history = runner.train(algo, config)
+    config = dataclasses.replace(
+        algo.preset("inverted_pendulum"), num_timesteps=100_000, num_eval_envs=16, target_return=1000.0
+    )
+    learner = algo.make_learner(config, podracer.make_mesh())
+    state, history = runner.train(algo, config, learner=learner)
     assert int(state.skipped) == 0
     assert history[-1]["eval/episode_return"] == 1000.0
+    # sim-to-sim: the same policy in Gymnasium's InvertedPendulum-v5 (MuJoCo C) balances to the limit there too
+    there = sim2sim.make_evaluate(config, algo.make_actor(config).act, 8)(learner.policy(state), jax.random.key(5))
+    np.testing.assert_array_equal(there["episode_return"], 1000.0)
+    np.testing.assert_array_equal(there["episode_length"], 1000)
 
 
 class _Exploding(InvertedPendulum):

@@ -64,6 +64,8 @@ def test_config_is_frozen():
         ({"nconmax": 0}, r"Config.nconmax must be a positive number of contacts or None, got 0"),
         ({"nconmax": True}, r"Config.nconmax must be a positive number of contacts or None, got True"),
         ({"env_options": ("start_in_hand",)}, r"Config.env_options: 'start_in_hand' is not NAME=VALUE"),
+        ({"target_return": float("nan")}, r"Config.target_return must be a finite return .* got nan"),
+        ({"target_return": 500.0, "eval_every": 0}, r"Config.target_return .*evaluations on.* eval_every=0"),
     ],
 )
 def test_validate_names_the_field(changes, message):

@@ -205,6 +205,8 @@ def test_cli_trains_resumes_and_evaluates_a_sebulba_run(tmp_path, capsys):
     assert "resuming from its checkpoint at step 64" in out
     main(["eval", run, "--episodes", "2"])
     assert "hurtle eval: CartPole-v1 (impala), checkpoint at 128 env steps, 2 episodes" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match=r"CartPole-v1 was trained on its gymnasium environment, which `hurtle eval`"):
+        main(["eval", run, "--engine", "mujoco"])
     with pytest.raises(SystemExit, match=r"is a sebulba impala run, not anakin ppo"):
         main(["train", "CartPole-v1", "--run-dir", run, "--resume"])
     with pytest.raises(SystemExit, match=r"Config.env: cartpole is not a physics task"):

@@ -46,9 +46,13 @@ def test_td_lambda_targets():
 
 
 def test_shac_solves_inverted_pendulum():
-    """The preset reaches the time limit (1,000 on every evaluation episode) within 40k steps."""
+    """The preset reaches the time limit (1,000 on every evaluation episode) within 40k steps; the run stops
+    there (`target_return`)."""
     algo = runner.algorithm("shac")
-    config = dataclasses.replace(algo.preset("inverted_pendulum"), num_timesteps=40_000, num_eval_envs=16)
+    config = dataclasses.replace(
+        algo.preset("inverted_pendulum"), num_timesteps=40_000, num_eval_envs=16, target_return=1000.0
+    )
     state, history = runner.train(algo, config)
     assert int(state.skipped) == 0
     assert history[-1]["eval/episode_return"] == 1000.0
+    assert all(m.get("eval/episode_return", 0.0) < 1000.0 for m in history[:-1])  # stopped at the first

@@ -18,7 +18,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from jax import lax
 from jax.sharding import Mesh
@@ -31,6 +30,7 @@ from hurtle.agents.ppo import losses as ppo_losses
 from hurtle.agents.ppo.train import Networks, update_epoch
 from hurtle.envs.base import Box, Discrete
 from hurtle.hostenvs import GymnasiumEnv, HostEnv, MujocoEnv
+from hurtle.hostenvs.base import run_episodes
 from hurtle.nn import normalizer
 from hurtle.nn.networks import make_policy_network, make_value_network
 from hurtle.physics.dataclass import pytree_dataclass
@@ -149,17 +149,7 @@ def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
         policy = podracer.local_copy(policy, cpu)
         with make_host_env(config, n) as env:
-            obs = env.reset(seed)
-            ret, length, alive = np.zeros(n), np.zeros(n), np.ones(n, bool)
-            for _ in range(env.episode_limit or config.episode_length):
-                step = env.step(np.asarray(jitted(policy, jax.device_put(obs, cpu))))
-                ret += np.where(alive, step.reward, 0)
-                length += alive
-                alive &= ~step.ended
-                obs = step.obs
-                if not alive.any():
-                    break
-        return {"episode_return": ret, "episode_length": length}
+            return run_episodes(env, lambda obs: jitted(policy, jax.device_put(obs, cpu)), seed, config.episode_length)
 
     return evaluate
 

@@ -43,6 +43,8 @@ from hurtle.envs.locomotion.common import (
 class Ant(GymnasiumTask):
     """Ant-v5: Gymnasium's keyword options and defaults; `xml` replaces the model file."""
 
+    gymnasium_id = "Ant-v5"
+
     xml_path = "assets/ant.xml"
     n_frames = 5
     needs_cfrc_ext = True

@@ -33,6 +33,9 @@ class GymnasiumTask(PhysicsEnv):
     `ctrl`, then `rne_post_constraint` when `needs_cfrc_ext` (the observation or reward reads `cfrc_ext`)."""
 
     needs_cfrc_ext: ClassVar[bool] = False
+    gymnasium_id: ClassVar[str | None] = None
+    """The Gymnasium environment this task reproduces (e.g. "Ant-v5"): `hurtle eval --engine mujoco` replays
+    policies there."""
 
     def pipeline_step(self, data: hp.Data, ctrl: jax.Array) -> hp.Data:
         data = super().pipeline_step(data, ctrl)

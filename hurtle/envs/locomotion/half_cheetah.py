@@ -22,6 +22,8 @@ from hurtle.envs.locomotion import common
 class HalfCheetah(common.Runner):
     """Gymnasium's HalfCheetah-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
+    gymnasium_id = "HalfCheetah-v5"
+
     xml_path = "assets/half_cheetah.xml"
     qvel_noise = "normal"
 

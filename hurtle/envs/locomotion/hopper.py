@@ -30,6 +30,8 @@ from hurtle.envs.locomotion import common
 class Hopper(common.HealthyRunner):
     """Gymnasium's Hopper-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
+    gymnasium_id = "Hopper-v5"
+
     xml_path = "assets/hopper.xml"
     qvel_clip = 10.0
 

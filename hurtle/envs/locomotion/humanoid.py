@@ -86,6 +86,8 @@ class HumanoidBody(GymnasiumTask):
 class Humanoid(HumanoidBody):
     """Humanoid-v5: Gymnasium's keyword options and defaults; `xml` replaces the model file."""
 
+    gymnasium_id = "Humanoid-v5"
+
     xml_path = "assets/humanoid.xml"
 
     def __init__(

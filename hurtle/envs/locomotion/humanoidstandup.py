@@ -32,6 +32,8 @@ from hurtle.envs.locomotion.humanoid import HumanoidBody
 class HumanoidStandup(HumanoidBody):
     """HumanoidStandup-v5: Gymnasium's keyword options and defaults; `xml` replaces the model file."""
 
+    gymnasium_id = "HumanoidStandup-v5"
+
     xml_path = "assets/humanoidstandup.xml"
 
     def __init__(

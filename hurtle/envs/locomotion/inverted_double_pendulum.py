@@ -28,6 +28,8 @@ from hurtle.envs.locomotion import common
 class InvertedDoublePendulum(common.GymnasiumTask):
     """Gymnasium's InvertedDoublePendulum-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
+    gymnasium_id = "InvertedDoublePendulum-v5"
+
     xml_path = "assets/inverted_double_pendulum.xml"
 
     def __init__(

@@ -27,6 +27,8 @@ from hurtle.envs.locomotion import common
 class InvertedPendulum(common.GymnasiumTask):
     """Gymnasium's InvertedPendulum-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
+    gymnasium_id = "InvertedPendulum-v5"
+
     xml_path = "assets/inverted_pendulum.xml"
 
     def __init__(self, xml: str | os.PathLike | None = None, frame_skip: int = 2, reset_noise_scale: float = 0.01):

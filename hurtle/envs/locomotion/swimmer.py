@@ -23,6 +23,8 @@ from hurtle.envs.locomotion import common
 class Swimmer(common.Runner):
     """Gymnasium's Swimmer-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
+    gymnasium_id = "Swimmer-v5"
+
     xml_path = "assets/swimmer.xml"
     n_excluded = 2  # the root's x and y
 

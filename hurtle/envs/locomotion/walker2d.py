@@ -29,6 +29,8 @@ from hurtle.envs.locomotion import common
 class Walker2d(common.HealthyRunner):
     """Gymnasium's Walker2d-v5 (same keyword options and defaults); `xml` replaces the model file."""
 
+    gymnasium_id = "Walker2d-v5"
+
     xml_path = "assets/walker2d.xml"
     qvel_clip = 10.0
 

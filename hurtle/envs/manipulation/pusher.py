@@ -30,6 +30,8 @@ from hurtle.envs.manipulation.sampling import rejection_sample
 class Pusher(GymnasiumTask):
     """Pusher-v5: Gymnasium's keyword options and defaults; `xml` replaces the model file."""
 
+    gymnasium_id = "Pusher-v5"
+
     xml_path = "assets/pusher.xml"
     n_frames = 5
 

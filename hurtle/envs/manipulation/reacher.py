@@ -28,6 +28,8 @@ from hurtle.envs.manipulation.sampling import rejection_sample
 class Reacher(GymnasiumTask):
     """Reacher-v5: Gymnasium's keyword options and defaults; `xml` replaces the model file."""
 
+    gymnasium_id = "Reacher-v5"
+
     xml_path = "assets/reacher.xml"
     n_frames = 2
 

@@ -37,10 +37,10 @@ if ((total - first > limit - 1024 * 1024)); then
   echo "MuJoCo Warp packed is $((total >> 20)) MiB: more than two calls' carry; see this script's header" >&2
   exit 1
 fi
-split -b "$first" -d -a 1 "$tmp/mjwarp.tar.xz" "$tmp/part."
-mv "$tmp/part.0" .whl/mjwarp.tar.xz.a
-if [ -e "$tmp/part.1" ]; then mv "$tmp/part.1" .whl2/mjwarp.tar.xz.b; else : > .whl2/mjwarp.tar.xz.b; fi
-(cd .whl && sha256sum "$tmp/mjwarp.tar.xz" | cut -d' ' -f1 > ../.whl2/mjwarp.sha256)
+head -c "$first" "$tmp/mjwarp.tar.xz" > .whl/mjwarp.tar.xz.a
+tail -c +"$((first + 1))" "$tmp/mjwarp.tar.xz" > .whl2/mjwarp.tar.xz.b
+sha256sum < "$tmp/mjwarp.tar.xz" | cut -d' ' -f1 > .whl2/mjwarp.sha256
+cat .whl/mjwarp.tar.xz.a .whl2/mjwarp.tar.xz.b | sha256sum -c <(echo "$(cat .whl2/mjwarp.sha256)  -") >/dev/null
 # dm_control's suite humanoid (dm_control is not installed there): .gpu/dmc, carried with .whl
 py=${PYTHON:-$([ -x .venv/bin/python ] && echo .venv/bin/python || echo python3)}
 suite=$("$py" -c "import dm_control, os; print(os.path.join(os.path.dirname(dm_control.__file__), 'suite'))")

@@ -13,14 +13,14 @@ HalfCheetah-v5, else hurtle's task on MuJoCo C) and its ratio to the last hurtle
     python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
     python benchmarks/training.py --env cartpole:475 --seeds 0 1 2
     python benchmarks/training.py --env swimmer:325:ars --max-seconds 1800
-    python benchmarks/training.py --env hopper:2500:sac --peer sbx --max-seconds 3600   # SBX on Hopper-v5 too
+    python benchmarks/training.py --env hopper:2500:sac --peer sbx sb3-ppo --max-seconds 3600   # peers on Hopper-v5
     python benchmarks/training.py --env hopper:2500:sac --split     # SAC's time per iteration, part by part
     python benchmarks/training.py --env hopper:1000:ppo hopper:1000:ppo:sebulba   # Anakin against Sebulba
     python benchmarks/training.py --env ur5e_reach:targets/success=0.9 fetch:targets/reached=1
 
-`--peer sbx` also trains SBX's SAC (sbx-rl: JAX SAC on Gymnasium's MuJoCo C environment, the RL Zoo's
-MuJoCo settings: 10,000 random steps first, then one update of batch 256 per step) with a deterministic
-10-episode evaluation every `--peer-eval-every` env steps, on the same machine in the same run.
+`--peer sbx sb3-sac sb3-ppo` also trains those peers (`run_peer`: SBX's SAC, Stable-Baselines3's SAC and PPO) on
+Gymnasium's MuJoCo C twin of each task, once per task and seed, with a deterministic 10-episode evaluation every
+`--peer-eval-every` env steps, on the same machine in the same run.
 """
 
 from __future__ import annotations
@@ -34,8 +34,16 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 
 DEFAULT = ("cartpole:475", "inverted_pendulum:1000")
-GYM_IDS = {"halfcheetah": "HalfCheetah-v5", "hopper": "Hopper-v5", "walker2d": "Walker2d-v5", "ant": "Ant-v5",
-           "swimmer": "Swimmer-v5", "inverted_pendulum": "InvertedPendulum-v5", "pendulum": "Pendulum-v1"}  # fmt: skip
+
+
+def gym_id(env: str) -> str:
+    """The Gymnasium environment a hurtle task reproduces (its `gymnasium_id`; Pendulum-v1 for pendulum)."""
+    from hurtle.envs import make
+
+    found = getattr(make(env).unwrapped, "gymnasium_id", None) or {"pendulum": "Pendulum-v1"}.get(env)
+    if found is None:
+        raise ValueError(f"{env} has no Gymnasium twin for a peer to train on")
+    return found
 
 
 def run(
@@ -97,25 +105,34 @@ def run(
     }
 
 
-def run_sbx(env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int) -> dict:
-    """SBX's SAC on Gymnasium's twin of `env` (MuJoCo C), the RL Zoo's MuJoCo settings; timed like `run`."""
+PEERS = ("sbx", "sb3-sac", "sb3-ppo")
+
+
+def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int) -> dict:
+    """A peer on Gymnasium's twin of `env` (MuJoCo C), timed like `run`: `sbx` (SBX's JAX SAC) and `sb3-sac`
+    (Stable-Baselines3's SAC) with the RL Zoo's MuJoCo settings (10,000 random steps first, then one update of
+    batch 256 per step), `sb3-ppo` (Stable-Baselines3's PPO with its defaults and the RL Zoo's observation and
+    reward normalisation, `VecNormalize`; 1 environment, 2,048-step rollouts); a deterministic 10-episode
+    evaluation every `eval_every` env steps (observations normalised with the run's statistics)."""
     import gymnasium as gym
     import numpy as np
-    from sbx import SAC
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
 
-    gym_id = GYM_IDS[env]
-    eval_env = gym.make(gym_id)
+    twin = gym_id(env)
+    eval_env = gym.make(twin)
     marks: list[tuple[int, float, float]] = []
     start = time.perf_counter()
 
     def evaluate(model) -> float:
+        norm = model.get_vec_normalize_env()
         returns = []
         for episode in range(10):
             obs, _ = eval_env.reset(seed=10_000 + episode)
             done, total = False, 0.0
             while not done:
-                action, _ = model.predict(obs, deterministic=True)
+                action, _ = model.predict(norm.normalize_obs(obs) if norm else obs, deterministic=True)
                 obs, reward, term, trunc, _ = eval_env.step(action)
                 total += float(reward)
                 done = term or trunc
@@ -129,11 +146,23 @@ def run_sbx(env: str, threshold: float, seed: int, max_seconds: float | None, ev
             ret = evaluate(self.model)
             now = time.perf_counter() - start
             marks.append((self.num_timesteps, now, ret))
-            print(f"sbx {env} {self.num_timesteps} {now:.0f}s {ret:.1f}", flush=True)
+            print(f"{peer} {env} {self.num_timesteps} {now:.0f}s {ret:.1f}", flush=True)
             return ret < threshold and (max_seconds is None or now < max_seconds)
 
-    model = SAC("MlpPolicy", gym.make(gym_id), learning_starts=10_000, seed=seed, verbose=0)
-    model.learn(total_timesteps=10_000_000, callback=Clock())
+    if peer == "sb3-ppo":
+        from stable_baselines3 import PPO
+
+        venv = VecNormalize(make_vec_env(twin, n_envs=1, seed=seed), gamma=0.99)
+        model = PPO("MlpPolicy", venv, seed=seed, verbose=0)
+    elif peer == "sb3-sac":
+        from stable_baselines3 import SAC
+
+        model = SAC("MlpPolicy", gym.make(twin), learning_starts=10_000, seed=seed, verbose=0)
+    else:
+        from sbx import SAC
+
+        model = SAC("MlpPolicy", gym.make(twin), learning_starts=10_000, seed=seed, verbose=0)
+    model.learn(total_timesteps=100_000_000, callback=Clock())
     solved = next((m for m in marks if m[2] >= threshold), None)
     t_end = marks[-1][1] if marks else time.perf_counter() - start
     return {
@@ -231,7 +260,7 @@ def main(argv=None) -> None:
     p.add_argument("--env", nargs="+", default=list(DEFAULT), help="ENV:THRESHOLD[:ALGO[:ARCH]]")
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
-    p.add_argument("--peer", choices=["sbx"], default=None, help="also train this peer on the Gymnasium twin (SAC)")
+    p.add_argument("--peer", choices=PEERS, nargs="*", default=[], help="also train these peers on the Gymnasium twin")
     p.add_argument("--peer-eval-every", type=int, default=10_000)
     p.add_argument("--stop", action="store_true", help="stop each run at its first evaluation past the threshold")
     p.add_argument("--set", nargs="*", default=[], help="FIELD=VALUE changes to every run's preset (Python literals)")
@@ -246,7 +275,7 @@ def main(argv=None) -> None:
     changes = {k: ast.literal_eval(v) for k, v in (a.split("=", 1) for a in args.set)}
     if args.split:
         return split_table(args, _machine(), changes)
-    rows = []
+    rows, peers_done = [], set()
     for spec in args.env:
         env, threshold, algo, arch = (spec.split(":") + ["ppo", "anakin"][len(spec.split(":")) - 2 :])[:4]
         measure, _, value = threshold.rpartition("=")
@@ -256,10 +285,14 @@ def main(argv=None) -> None:
             r["measure"] = measure
             print(env, algo, arch, seed, r, flush=True)
             rows.append((env, f"hurtle {algo}" + (f" ({arch})" if arch != "anakin" else ""), threshold, seed, r))
-            if args.peer == "sbx" and algo == "sac":
-                r = run_sbx(env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
-                print(env, "sbx", seed, r, flush=True)
-                rows.append((f"{GYM_IDS[env]} (MuJoCo C)", "SBX sac", float(threshold), seed, r))
+            for peer in args.peer:
+                if (peer, env, seed) in peers_done:
+                    continue
+                peers_done.add((peer, env, seed))
+                r = run_peer(peer, env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
+                print(env, peer, seed, r, flush=True)
+                name = {"sbx": "SBX sac", "sb3-sac": "SB3 sac", "sb3-ppo": "SB3 ppo"}[peer]
+                rows.append((f"{gym_id(env)} (MuJoCo C)", name, float(threshold), seed, r))
 
     def fmt(v, f):
         return "—" if v is None or v != v else format(v, f)
@@ -277,7 +310,7 @@ def main(argv=None) -> None:
         f"\n### {time.strftime('%Y-%m-%d')}: training, presets, float32",
         f"Machine: {_machine()}. Time to solve: the run's clock (compilation included) at the first evaluation "
         "reaching the threshold; steps/s: env steps per second after the first iteration, evaluations included "
-        f"(SBX: env steps over its whole clock).{budget}",
+        f"(peers: env steps over their whole clock).{budget}",
         "",
         "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | last eval "
         "measure | training steps/s | first iteration s | whole run s | env steps | MuJoCo C return (/ hurtle) |",

@@ -126,7 +126,7 @@ def make_iteration(config: Config, env: Env, policy: PolicyNetwork, optimizer, m
         )
         metrics = {
             "apg/loss": value,
-            "apg/grad_norm": optax.global_norm(grads),
+            "apg/grad_norm": optax.tree.norm(grads),
             "apg/skipped": skipped.astype(value.dtype),
             "train/reward": jnp.mean(rewards),
         }

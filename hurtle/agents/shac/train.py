@@ -166,7 +166,7 @@ def make_iteration(config: Config, env: Env, policy, value, optimizers, mesh: Me
         metrics = {
             "shac/actor_loss": a_loss,
             "shac/critic_loss": c_losses[-1].mean(),
-            "shac/grad_norm": optax.global_norm(grads),
+            "shac/grad_norm": optax.tree.norm(grads),
             "shac/skipped": skipped.astype(a_loss.dtype),
             "train/reward": jnp.mean(true_rewards),
         }

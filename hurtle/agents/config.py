@@ -22,8 +22,9 @@ class RunConfig:
     """The registered environment's name (`hurtle envs` lists them)."""
     num_timesteps: int = 10_000_000
     """Environment steps to train for (over all environments); the run stops at the first iteration past it."""
-    episode_length: int = 1000
-    """The time limit in environment steps (a truncation, bootstrapped from the final observation)."""
+    episode_length: int | None = None
+    """The time limit in environment steps (a truncation, bootstrapped from the final observation); None: the
+    task's registered one (reacher's 50, the locomotion suite's 1,000; 1,000 for a Gymnasium id)."""
     nconmax: int | None = None
     """hurtle's contact cap per contact dimension for the task's model (MJCF `<size nconmax>`): faster physics
     where the model has many more contact candidates than contacts (the humanoids); touching contacts past it
@@ -48,7 +49,7 @@ class RunConfig:
         from hurtle.envs import names
 
         for name in ("num_timesteps", "episode_length", "num_eval_envs"):
-            if getattr(self, name) <= 0:
+            if getattr(self, name) is not None and getattr(self, name) <= 0:
                 raise ValueError(f"Config.{name} must be positive, got {getattr(self, name)}")
         for name in ("eval_every", "checkpoint_every"):
             if getattr(self, name) < 0:
@@ -63,6 +64,16 @@ class RunConfig:
                 f"{self.target_return} with eval_every={self.eval_every}"
             )
         env_options(self)
+
+    def time_limit(self) -> int:
+        """`episode_length`, or the registered task's time limit where it is None (1,000 for an environment
+        hurtle does not register, such as a Gymnasium id)."""
+        if self.episode_length is not None:
+            return self.episode_length
+        from hurtle.envs import names
+        from hurtle.envs.registry import time_limit
+
+        return time_limit(self.env) if self.env in names() else 1000
 
     def env_kwargs(self) -> dict[str, object]:
         """`env_options` as keyword arguments (numbers and booleans parsed, anything else kept as text)."""

@@ -136,7 +136,7 @@ def make_env(config: Any, training: bool = False) -> Env:
     with the task options of `config.env_options` (a curriculum; evaluation runs the task as registered)."""
     options = config.env_kwargs() if training and hasattr(config, "env_kwargs") else {}
     try:
-        return make(config.env, config.episode_length, nconmax=config.nconmax, **options)
+        return make(config.env, config.time_limit(), nconmax=config.nconmax, **options)
     except TypeError as e:
         if not options:
             raise
@@ -144,8 +144,8 @@ def make_env(config: Any, training: bool = False) -> Env:
 
 
 def control_steps(config: Any, env: Env) -> int:
-    """Steps of `env` (after its action repeat) that one episode of `config.episode_length` takes at most."""
-    return -(-config.episode_length // getattr(env, "action_repeat", 1))
+    """Steps of `env` (after its action repeat) that one episode of `config.time_limit()` takes at most."""
+    return -(-config.time_limit() // getattr(env, "action_repeat", 1))
 
 
 def evaluate(

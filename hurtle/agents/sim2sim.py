@@ -55,8 +55,8 @@ def make_host_env(config: Any, num_envs: int) -> HostEnv:
     hurtle's task on MuJoCo C (`MujocoEnv`)."""
     gym_id = twin_id(config)
     if gym_id is not None:
-        return GymnasiumEnv(gym_id, num_envs, max_episode_steps=config.episode_length)
-    return MujocoEnv(config.env, num_envs, episode_length=config.episode_length)
+        return GymnasiumEnv(gym_id, num_envs, max_episode_steps=config.time_limit())
+    return MujocoEnv(config.env, num_envs, episode_length=config.time_limit())
 
 
 def make_evaluate(
@@ -79,7 +79,7 @@ def make_evaluate(
             return jitted(policy, jax.device_put(np.asarray(obs, dtype), cpu))
 
         with make_host_env(config, n) as env:
-            return run_episodes(env, action, seed, config.episode_length)
+            return run_episodes(env, action, seed, config.time_limit())
 
     return evaluate
 

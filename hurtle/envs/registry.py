@@ -52,6 +52,11 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(_REGISTRY))
 
 
+def time_limit(name: str) -> int:
+    """The registered task's default time limit in task steps."""
+    return _entry(name).episode_length
+
+
 def _entry(name: str) -> _Entry:
     try:
         return _REGISTRY[name]

@@ -72,13 +72,13 @@ def make_host_env(config: Config, num_envs: int, nthread: int = 0) -> HostEnv:
         except gym.error.Error:
             has_limit = True  # GymnasiumEnv names the unknown id
         # the id's own time limit; episode_length where it has none
-        limit = {} if has_limit else {"max_episode_steps": config.episode_length}
+        limit = {} if has_limit else {"max_episode_steps": config.time_limit()}
         return GymnasiumEnv(config.env, num_envs, config.vectorization, **limit)
     if config.env_backend == "envpool":
         from hurtle.hostenvs.envpool import EnvPoolEnv
 
         return EnvPoolEnv(config.env, num_envs, nthread)
-    return MujocoEnv(config.env, num_envs, episode_length=config.episode_length, nthread=nthread)
+    return MujocoEnv(config.env, num_envs, episode_length=config.time_limit(), nthread=nthread)
 
 
 def spaces(config: Config) -> tuple[Box, Box | Discrete]:
@@ -149,7 +149,7 @@ def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
         policy = podracer.local_copy(policy, cpu)
         with make_host_env(config, n) as env:
-            return run_episodes(env, lambda obs: jitted(policy, jax.device_put(obs, cpu)), seed, config.episode_length)
+            return run_episodes(env, lambda obs: jitted(policy, jax.device_put(obs, cpu)), seed, config.time_limit())
 
     return evaluate
 

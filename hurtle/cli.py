@@ -550,8 +550,10 @@ def evaluate(argv: list[str]) -> None:
     print(f"  {here:<{width}}  {_returns(ours)}")
     print(f"  {where:<{width}}  {_returns(theirs)}")
     a, b = float(np.mean(ours["episode_return"])), float(np.mean(theirs["episode_return"]))
-    ratio = f"{b / a:.3f}" if a > 0 else "— (hurtle's mean return is not positive)"
-    print(f"  MuJoCo C / hurtle mean return: {ratio}")
+    if a > 0:
+        print(f"  MuJoCo C / hurtle mean return: {b / a:.3f}")
+    else:  # a ratio of negative returns reads backwards
+        print(f"  MuJoCo C - hurtle mean return: {b - a:+.2f} (a ratio needs a positive return)")
 
 
 def _returns(out: dict[str, Any]) -> str:

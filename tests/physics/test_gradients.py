@@ -41,29 +41,22 @@ def _start(cone: str, solver: str = "NEWTON"):
     return model, hp.from_mjdata(model, md, mm), md
 
 
-def _loss(x, model, d0, weights):
-    """A scalar of the state 20 steps on, as a function of the initial velocities and the controls `x`."""
-    d = d0.replace(qvel=x[: model.nv], ctrl=x[model.nv :])
-    d, _ = jax.lax.scan(lambda d, _: (hp.step(model, d), None), d, None, length=STEPS)
-    return jnp.sum(weights * d.qpos) + 0.1 * jnp.sum(d.qvel**2)
+def _loss(model, d0, weights):
+    """A scalar of the state 20 steps on, as a function of the initial velocities and the controls."""
+
+    def loss(x):
+        d = d0.replace(qvel=x[: model.nv], ctrl=x[model.nv :])
+        d, _ = jax.lax.scan(lambda d, _: (hp.step(model, d), None), d, None, length=STEPS)
+        return jnp.sum(weights * d.qpos) + 0.1 * jnp.sum(d.qvel**2)
+
+    return loss
 
 
-# compiled once per model structure (the solver, its mode and cone are static) and shared by the tests
-_value = jax.jit(_loss)
-_grad = jax.jit(jax.grad(_loss))
+def _central_differences(f, x, eps=1e-6):
+    f = jax.jit(f)
+    return np.array([(f(x.at[i].add(eps)) - f(x.at[i].add(-eps))) / (2 * eps) for i in range(x.shape[0])])
 
 
-def _central_differences(x, *args, eps=1e-6):
-    return np.array(
-        [(_value(x.at[i].add(eps), *args) - _value(x.at[i].add(-eps), *args)) / (2 * eps) for i in range(x.shape[0])]
-    )
-
-
-# one worker runs this file's float64 tests, so that they share `_value` and `_grad`'s compiled programs
-SHARED = pytest.mark.xdist_group("gradients")
-
-
-@SHARED
 @pytest.mark.parametrize("solver, cone", [("NEWTON", "PYRAMIDAL"), ("NEWTON", "ELLIPTIC"), ("CG", "ELLIPTIC")])
 def test_rollout_gradient_matches_finite_differences(solver, cone):
     """d loss / d (qvel, ctrl) through 20 steps with limits, friction loss, an equality and contacts (condim 3
@@ -80,13 +73,12 @@ def test_rollout_gradient_matches_finite_differences(solver, cone):
     model = exact if solver == "NEWTON" else _start(cone, solver)[0]
     weights = jnp.asarray(np.random.default_rng(1).standard_normal(model.nq))
     x0 = jnp.concatenate([d0.qvel, d0.ctrl])
-    grad = np.asarray(_grad(x0, model, d0, weights))
-    fd = _central_differences(x0, exact, d0, weights)
+    grad = np.asarray(jax.jit(jax.grad(_loss(model, d0, weights)))(x0))
+    fd = _central_differences(_loss(exact, d0, weights), x0)
     assert np.max(np.abs(grad - fd)) <= FD_TOL * np.max(np.abs(fd))
     assert np.all(grad[model.nv :] != 0)  # the controls reach the loss
 
 
-@SHARED
 def test_implicit_equals_unrolled_fixed_iterations():
     """At convergence (fixed mode, 30 Newton iterations) the derivative through the unrolled iterations is the
     implicit one within 1e-6; the implicit derivative does not depend on the mode or the iteration count."""
@@ -97,8 +89,8 @@ def test_implicit_equals_unrolled_fixed_iterations():
     grads = {}
     for how in ("implicit", "unrolled"):
         m = model.replace(opt=fixed.replace(solver_grad=how))
-        grads[how] = np.asarray(_grad(x0, m, d0, weights))
-    adaptive = np.asarray(_grad(x0, model, d0, weights))  # the program of the test above's Newton elliptic run
+        grads[how] = np.asarray(jax.jit(jax.grad(_loss(m, d0, weights)))(x0))
+    adaptive = np.asarray(jax.jit(jax.grad(_loss(model, d0, weights)))(x0))
     scale = np.max(np.abs(grads["implicit"]))
     assert np.max(np.abs(grads["implicit"] - grads["unrolled"])) <= 1e-6 * scale
     assert np.max(np.abs(grads["implicit"] - adaptive)) <= 1e-6 * scale

@@ -50,13 +50,18 @@ def engine_name(config: Any) -> str:
     return f"MuJoCo C (Gymnasium's {gym_id})" if gym_id else f"MuJoCo C (hurtle's {config.env} task)"
 
 
+def _host_env_builder(config: Any) -> Callable[[int], HostEnv]:
+    """`build(num_envs)` of `config`'s MuJoCo C environments (the twin looked up once; ValueError as `twin_id`)."""
+    gym_id = twin_id(config)
+    if gym_id is not None:
+        return lambda n: GymnasiumEnv(gym_id, n, max_episode_steps=config.time_limit())
+    return lambda n: MujocoEnv(config.env, n, episode_length=config.time_limit())
+
+
 def make_host_env(config: Any, num_envs: int) -> HostEnv:
     """`num_envs` MuJoCo C environments of `config`'s task: its Gymnasium twin at the run's time limit, else
     hurtle's task on MuJoCo C (`MujocoEnv`)."""
-    gym_id = twin_id(config)
-    if gym_id is not None:
-        return GymnasiumEnv(gym_id, num_envs, max_episode_steps=config.time_limit())
-    return MujocoEnv(config.env, num_envs, episode_length=config.time_limit())
+    return _host_env_builder(config)(num_envs)
 
 
 def make_evaluate(
@@ -64,9 +69,9 @@ def make_evaluate(
 ) -> Callable[[Any, jax.Array], dict[str, np.ndarray]]:
     """`evaluate(policy, key)`: one episode of the deterministic `act(policy, obs)` on each of `num_episodes`
     (default `config.num_eval_envs`) MuJoCo C environments of `config` (`make_host_env`), the policy on the host
-    CPU; per-episode `episode_return` and `episode_length`."""
+    CPU; per-episode `episode_return` and `episode_length`. A config with no MuJoCo C version is refused here."""
     n = num_episodes or config.num_eval_envs
-    make_host_env(config, 1).close()  # the environment's errors now, not at the first evaluation
+    build = _host_env_builder(config)
     cpu = jax.local_devices(backend="cpu")[0]
     jitted = jax.jit(act)
 
@@ -78,7 +83,7 @@ def make_evaluate(
         def action(obs):
             return jitted(policy, jax.device_put(np.asarray(obs, dtype), cpu))
 
-        with make_host_env(config, n) as env:
+        with build(n) as env:
             return run_episodes(env, action, seed, config.time_limit())
 
     return evaluate

@@ -35,6 +35,23 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 DEFAULT = ("cartpole:475", "inverted_pendulum:1000")
 
+# The locomotion suite's thresholds, fixed before any tuning against them, with where each comes from: Gymnasium's
+# registered `reward_threshold` where it has one that a published learner reaches; otherwise the mean return of
+# Stable-Baselines3's PPO after 1M steps in the RL Baselines3 Zoo benchmark (its `benchmark.md`: one run, the
+# deterministic policy, v3 tasks); SB3's SAC (2M steps) for humanoid, where the Zoo has no PPO. `--env ENV`
+# without a threshold takes it from here.
+SUITE: dict[str, tuple[float, str]] = {
+    "inverted_pendulum": (1000.0, "the time limit (Gymnasium's reward_threshold: 950)"),
+    "inverted_double_pendulum": (9100.0, "Gymnasium's reward_threshold"),
+    "reacher": (-3.75, "Gymnasium's reward_threshold"),
+    "swimmer": (281.0, "RL Zoo, SB3 PPO, 1M steps (281.6)"),
+    "hopper": (2410.0, "RL Zoo, SB3 PPO, 1M steps (2,410)"),
+    "halfcheetah": (5819.0, "RL Zoo, SB3 PPO, 1M steps (5,819)"),
+    "walker2d": (3478.0, "RL Zoo, SB3 PPO, 1M steps (3,479)"),
+    "ant": (1327.0, "RL Zoo, SB3 PPO, 1M steps (1,327)"),
+    "humanoid": (6232.0, "RL Zoo, SB3 SAC, 2M steps (6,232)"),
+}
+
 
 def gym_id(env: str) -> str:
     """The Gymnasium environment a hurtle task reproduces (its `gymnasium_id`; Pendulum-v1 for pendulum)."""
@@ -257,7 +274,9 @@ def split_table(args, machine: str, changes: dict) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--env", nargs="+", default=list(DEFAULT), help="ENV:THRESHOLD[:ALGO[:ARCH]]")
+    p.add_argument(
+        "--env", nargs="+", default=list(DEFAULT), help="ENV[:THRESHOLD[:ALGO[:ARCH]]] (SUITE's threshold where empty)"
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
     p.add_argument("--peer", choices=PEERS, nargs="*", default=[], help="also train these peers on the Gymnasium twin")
@@ -277,7 +296,13 @@ def main(argv=None) -> None:
         return split_table(args, _machine(), changes)
     rows, peers_done = [], set()
     for spec in args.env:
-        env, threshold, algo, arch = (spec.split(":") + ["ppo", "anakin"][len(spec.split(":")) - 2 :])[:4]
+        parts = spec.split(":") + [""] * 3
+        env, threshold, algo, arch = (
+            parts[0],
+            parts[1] or str(SUITE[parts[0]][0]),
+            parts[2] or "ppo",
+            parts[3] or "anakin",
+        )
         measure, _, value = threshold.rpartition("=")
         measure, threshold = measure or "episode_return", float(value)
         for seed in args.seeds:
@@ -328,6 +353,9 @@ def main(argv=None) -> None:
             f"{fmt(r['steps_per_s'], ',.0f')} | "
             f"{fmt(r['first_iteration_s'], '.1f')} | {r['total_s']:.1f} | {r['num_timesteps']:,} | {sim(r)} |"
         )
+    sources = {env: SUITE[env][1] for env, *_ in rows if env in SUITE and SUITE[env][0] == _[1]}
+    if sources:
+        lines.append("- Thresholds: " + "; ".join(f"{env} {text}" for env, text in sources.items()) + ".")
     text = "\n".join(lines) + "\n"
     print(text)
     with open(args.out, "a") as f:

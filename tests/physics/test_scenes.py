@@ -138,7 +138,7 @@ def test_random_contact_scenes_match_mujoco(seed):
     assert sum(md.ncon for md in mjds) > 0
 
 
-# a user's process: XLA's defaults and hurtle's (no test-suite flags), twelve models, nothing freed
+# a user's process: XLA's defaults and hurtle's (no test-suite flags), eight models, nothing freed
 _MANY = """
 import hurtle
 import json, os, sys, jax, mujoco
@@ -148,7 +148,7 @@ from tests.physics import scenes, test_scenes as T
 forward = jax.jit(jax.vmap(hp.forward, in_axes=(None, 0)))
 maps = lambda: sum(1 for _ in open("/proc/self/maps"))
 out = []
-for seed in range(100, 112):
+for seed in range(100, 108):
     mm = T.tight(mujoco.MjModel.from_xml_string(scenes.scene(seed, small=True)))
     model = hp.from_mujoco(mm)
     mjds = T.states(mm, seed, steps=(0, 60))
@@ -173,7 +173,7 @@ MAPS_PER_PROGRAM = 1500  # room for forty such programs under Linux's default 65
 
 @pytest.mark.slow
 def test_many_contact_models_compile_and_run_in_one_process():
-    """Twelve distinct contact models compiled, run and checked against MuJoCo in one process, as a user
+    """Eight distinct contact models compiled, run and checked against MuJoCo in one process, as a user
     would (nothing cleared): each program holds few memory mappings (with XLA's fusion emitters, 763 to
     3,216 for these and ~4,500 for a dozen geoms, so that about fifteen filled the process's limit). The
     per-program bound is what guards the limit: MAPS_PER_PROGRAM leaves room for forty programs."""
@@ -183,11 +183,11 @@ def test_many_contact_models_compile_and_run_in_one_process():
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
     models = report["models"]
-    assert report["flags"] and len(models) == 12
-    assert sum(m["ncon"] > 0 for m in models) >= 10
+    assert report["flags"] and len(models) == 8
+    assert sum(m["ncon"] > 0 for m in models) >= 6
     for key, tol in (("exact", 1e-9), ("convex", CONVEX_TOL), ("dynamics", TOL)):
         worst = max(models, key=lambda m, key=key: m[key])
         assert worst[key] <= tol, (key, worst)
-    assert sum(m["checked"] for m in models) >= 12  # scenes compared end to end
+    assert sum(m["checked"] for m in models) >= 8  # scenes compared end to end
     most = max(models, key=lambda m: m["maps"])
     assert most["maps"] <= MAPS_PER_PROGRAM, most

@@ -7,7 +7,9 @@ For each task's model (float32, the task's own physics settings), from a batch o
 random actions:
 - forward: `jit(vmap(step))`, the median of --repeats calls (compilation excluded);
 - value+VJP: `jit(vmap(vjp(step)))` on (qpos, qvel, ctrl) with a cotangent on (qpos, qvel), the forward
-  included; the backward alone is their difference. Goal (issue #50): the VJP at most 3x the forward;
+  included, compiled with `hurtle.xla_flags.gradient_options()` (as APG, SHAC and trajectory optimisation
+  compile theirs) and, for comparison, with XLA's default options; the backward alone is value+VJP minus
+  the forward. Goal (issue #50): the VJP at most 3x the forward;
 - memory: XLA's compiled temporary bytes (`memory_analysis().temp_size_in_bytes`) of `grad` of a --horizon
   step rollout's loss, for the implicit derivative (adaptive solver) and for the unrolled one in fixed mode
   with 4 and 16 iterations: the unrolled backward stores every iteration of every step.
@@ -46,12 +48,14 @@ def main() -> None:
         "forward ms",
         "value+VJP ms",
         "backward / forward",
+        "value+VJP ms, XLA defaults",
+        "backward / forward, defaults",
         "temp MB: implicit",
         "unrolled 4 it",
         "unrolled 16 it",
     )
     print("| " + " | ".join(head) + " |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in args.envs:
         row = measure(name, args, timed)
         print("| " + " | ".join(row) + " |", flush=True)
@@ -64,6 +68,7 @@ def measure(name: str, args: argparse.Namespace, timed) -> list[str]:
 
     import hurtle.envs as envs
     import hurtle.physics as hp
+    from hurtle import xla_flags
 
     env = envs.make(name)
     key = jax.random.key(0)
@@ -87,7 +92,9 @@ def measure(name: str, args: argparse.Namespace, timed) -> list[str]:
         out, pull = jax.vjp(lambda q, v, u: f(q, v, u, d), q, v, u)
         return out, pull((jnp.ones_like(out[0]), jnp.ones_like(out[1])))
 
-    t_vjp = timed(jax.jit(jax.vmap(value_vjp)), d.qpos, d.qvel, d.ctrl, d)
+    options = xla_flags.gradient_options()
+    t_vjp = timed(jax.jit(jax.vmap(value_vjp), compiler_options=options), d.qpos, d.qvel, d.ctrl, d)
+    t_default = timed(jax.jit(jax.vmap(value_vjp)), d.qpos, d.qvel, d.ctrl, d)
 
     def memory(model):
         def loss(u, d):
@@ -98,13 +105,20 @@ def measure(name: str, args: argparse.Namespace, timed) -> list[str]:
             return jnp.sum(jax.lax.scan(body, d, u)[1])
 
         us = jnp.zeros((args.batch, args.horizon, m.nu), d.qpos.dtype)
-        g = jax.jit(jax.vmap(jax.grad(loss)))
+        g = jax.jit(jax.vmap(jax.grad(loss)), compiler_options=options)
         return g.lower(us, d).compile().memory_analysis().temp_size_in_bytes / 2**20
 
     fixed = m.opt.replace(solver_mode="fixed", solver_grad="unrolled")
     mems = [memory(m)] + [memory(m.replace(opt=fixed.replace(iterations=it))) for it in (4, 16)]
-    ratio = (t_vjp - t_fwd) / t_fwd
-    return [name, f"{1e3 * t_fwd:.2f}", f"{1e3 * t_vjp:.2f}", f"{ratio:.2f}"] + [f"{x:.0f}" for x in mems]
+    ratio, ratio_default = (t_vjp - t_fwd) / t_fwd, (t_default - t_fwd) / t_fwd
+    times = [
+        f"{1e3 * t_fwd:.2f}",
+        f"{1e3 * t_vjp:.2f}",
+        f"{ratio:.2f}",
+        f"{1e3 * t_default:.2f}",
+        f"{ratio_default:.2f}",
+    ]
+    return [name, *times] + [f"{x:.0f}" for x in mems]
 
 
 if __name__ == "__main__":

@@ -55,3 +55,21 @@ def configure() -> bool:
         return False
     os.environ["XLA_FLAGS"] = f"{flags} {FLAG}".strip()
     return True
+
+
+GRADIENT_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
+"""Per-program XLA CPU options for programs that reverse-differentiate the physics (`gradient_options`)."""
+
+
+def gradient_options() -> dict[str, str]:
+    """`compiler_options` for `jax.jit` of a program that reverse-differentiates the physics: on the CPU with a
+    known jaxlib, YNNPACK's library fusions for dots only. By default XLA CPU also hands reductions to YNNPACK,
+    and the backward of a contact step is full of small ones (the transposes of the contact Jacobian's
+    broadcast products, a reduction over 3 or nv of a few hundred rows): those kernels took 60% of humanoid's
+    value-and-VJP (benchmarks/NOTES.md §46). The forward keeps the default, which is faster there
+    (halfcheetah's step 1.4 ms against 2.2 at batch 64). Empty elsewhere (a GPU, an unchecked jaxlib)."""
+    import jax
+
+    if _jaxlib_version() not in KNOWN_JAXLIB or jax.default_backend() != "cpu":
+        return {}
+    return dict(GRADIENT_OPTIONS)

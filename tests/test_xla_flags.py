@@ -47,3 +47,25 @@ def test_the_installed_jaxlib_is_known_and_its_backend_state_is_read():
 
     jax.numpy.zeros(1).block_until_ready()
     assert xla_flags._backends_started()
+
+
+def test_gradient_options_compile_and_change_the_program(monkeypatch):
+    """The per-program options for a physics backward: valid for the installed jaxlib (XLA rejects an unknown
+    enum value at compile time), they leave YNNPACK its dots and take its reductions (a reduction the
+    default hands to YNNPACK becomes XLA's own kernel); nothing for an unchecked jaxlib."""
+    import jax
+    import jax.numpy as jnp
+
+    options = xla_flags.gradient_options()
+    assert options == xla_flags.GRADIENT_OPTIONS
+
+    def f(x):  # a contact Jacobian's backward in small: rows times dofs, summed over the dofs
+        return jnp.sum(x * x, axis=-1)
+
+    x = jnp.ones((64, 161, 23), jnp.float32)  # (YNNPACK takes float32 kernels)
+    default = jax.jit(f).lower(x).compile().as_text()
+    ours = jax.jit(f, compiler_options=options).lower(x).compile()
+    assert "__ynn_fusion" in default and "__ynn_fusion" not in ours.as_text()
+    assert float(ours(x)[0, 0]) == 23.0
+    monkeypatch.setattr(xla_flags, "_jaxlib_version", lambda: (9, 0))
+    assert xla_flags.gradient_options() == {}

@@ -21,6 +21,7 @@ import optax
 from jax import lax
 
 import hurtle.physics as hp
+from hurtle import xla_flags
 
 METHODS = ("adam", "lbfgs")
 
@@ -149,7 +150,7 @@ def optimize(
         raise ValueError(
             f"optimize: controls of shape {controls.shape}, expected {(problem.horizon, problem.model.nu)}"
         )
-    run = jax.jit(_iterate(problem, method, learning_rate, iterations))
+    run = jax.jit(_iterate(problem, method, learning_rate, iterations), compiler_options=xla_flags.gradient_options())
     z, history = run(data, problem.variables(controls))
     best = problem.controls(z)
     cost, states = jax.jit(lambda d, u: rollout(problem, d, u))(data, best)
@@ -188,7 +189,9 @@ def mpc(
         z = jnp.concatenate([z[1:], z[-1:]])
         return (d, z), (u, problem.running(d, u), d.qpos, d.qvel)
 
-    run_all = jax.jit(lambda d, z: lax.scan(step, (d, z), None, length=steps)[1])
+    run_all = jax.jit(
+        lambda d, z: lax.scan(step, (d, z), None, length=steps)[1], compiler_options=xla_flags.gradient_options()
+    )
     controls, costs, qpos, qvel = run_all(data, problem.variables(initial.controls))
     return Solution(
         controls=controls,

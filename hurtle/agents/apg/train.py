@@ -20,7 +20,7 @@ import optax
 from jax import lax
 from jax.sharding import Mesh
 
-from hurtle import podracer
+from hurtle import podracer, xla_flags
 from hurtle.agents import runner
 from hurtle.agents.apg.config import Config
 from hurtle.envs.base import Box, Env, State
@@ -132,7 +132,7 @@ def make_iteration(config: Config, env: Env, policy: PolicyNetwork, optimizer, m
         }
         return new, metrics
 
-    return jax.jit(iteration)
+    return jax.jit(iteration, compiler_options=xla_flags.gradient_options())
 
 
 def init_state(config: Config, env: Env, policy: PolicyNetwork, optimizer, mesh: Mesh | None = None) -> TrainState:

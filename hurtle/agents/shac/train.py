@@ -20,7 +20,7 @@ import optax
 from jax import lax
 from jax.sharding import Mesh
 
-from hurtle import podracer
+from hurtle import podracer, xla_flags
 from hurtle.agents import runner
 from hurtle.agents.apg.train import gradient_reward, guarded_update, make_policy
 from hurtle.agents.apg.train import make_actor as apg_actor
@@ -172,7 +172,7 @@ def make_iteration(config: Config, env: Env, policy, value, optimizers, mesh: Me
         }
         return new, metrics
 
-    return jax.jit(iteration)
+    return jax.jit(iteration, compiler_options=xla_flags.gradient_options())
 
 
 def init_state(config: Config, env: Env, policy, value, optimizers, mesh: Mesh | None = None) -> TrainState:

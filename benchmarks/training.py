@@ -6,9 +6,10 @@ sebulba; THRESHOLD a return, or MEASURE=VALUE for one of the task's evaluation m
 iteration, compilation included. "time to solve" is
 the `time_s` of the first evaluation whose mean return reaches the threshold; "steps/s" counts env steps per
 second of training after the first iteration (whose time is mostly compilation), evaluation included.
-`--max-seconds` stops a run at the first iteration past that wall-clock budget. "MuJoCo C return" is the final
-policy's mean over 16 episodes on MuJoCo C (sim-to-sim, `hurtle.agents.sim2sim`: the task's Gymnasium twin, e.g.
-HalfCheetah-v5, else hurtle's task on MuJoCo C) and its ratio to the last hurtle evaluation's mean.
+`--max-seconds` stops a run at the first iteration past that wall-clock budget. Sim-to-sim: the final policy's
+mean return over 16 episodes on hurtle's physics (the task in JAX, whichever architecture trained it: a Sebulba
+run's own evaluations are on MuJoCo C) and on MuJoCo C (`hurtle.agents.sim2sim`: the task's Gymnasium twin, e.g.
+HalfCheetah-v5, else hurtle's task on MuJoCo C), with their ratio.
 
     python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
     python benchmarks/training.py --env cartpole:475 --seeds 0 1 2
@@ -102,11 +103,15 @@ def run(
 
     learner = algorithm.make_learner(config, podracer.make_mesh())
     state, _ = runner.train(algorithm, config, progress, learner=learner)
+    act, policy, key = algorithm.make_actor(config).act, learner.policy(state), jax.random.key(seed + 7)
     try:  # sim-to-sim: the final policy on MuJoCo C (the task's Gymnasium twin, else hurtle's task there)
-        there = sim2sim.make_evaluate(config, algorithm.make_actor(config).act, sim_episodes)
-        mujoco_return = float(there(learner.policy(state), jax.random.key(seed + 7))["episode_return"].mean())
+        there = sim2sim.make_evaluate(config, act, sim_episodes)
+        mujoco_return = float(there(policy, key)["episode_return"].mean())
+        # and on hurtle's physics, on as many episodes (a Sebulba run's own evaluations are on MuJoCo C)
+        ours = runner.make_evaluate(config, act, sim_episodes)(policy, key)
+        hurtle_return = float(jax.device_get(ours["episode_return"]).mean())
     except (ValueError, TypeError):  # not a physics task, or trained on a host backend already
-        mujoco_return = None
+        mujoco_return = hurtle_return = None
     solved = next((m for m in history if m.get(key, float("-inf")) >= threshold), None)
     (s1, t1), (s_end, t_end) = marks[0], marks[-1]
     return {
@@ -115,6 +120,7 @@ def run(
         "final_return": next((m["eval/episode_return"] for m in reversed(history) if "eval/episode_return" in m), None),
         "final_measure": next((m[key] for m in reversed(history) if key in m), None),
         "mujoco_return": mujoco_return,
+        "hurtle_return": hurtle_return,
         "steps_per_s": (s_end - s1) / (t_end - t1) if t_end > t1 else float("nan"),
         "first_iteration_s": t1,
         "total_s": t_end,
@@ -323,10 +329,10 @@ def main(argv=None) -> None:
         return "—" if v is None or v != v else format(v, f)
 
     def sim(r):
-        there, here = r.get("mujoco_return"), r.get("final_return")
-        if there is None:
-            return "—"
-        return f"{there:.1f}" + (f" ({there / here:.2f})" if here and here > 0 else "")
+        there, here = r.get("mujoco_return"), r.get("hurtle_return")
+        if there is None or here is None:
+            return "— | —"
+        return f"{here:.1f} | {there:.1f}" + (f" ({there / here:.2f})" if here > 0 else f" ({there - here:+.2f})")
 
     budget = f" Each run stopped after {args.max_seconds:,.0f} s at most." if args.max_seconds else ""
     budget += " Runs stopped at the threshold." if args.stop else ""
@@ -338,12 +344,13 @@ def main(argv=None) -> None:
         f"(peers: env steps over their whole clock).{budget}",
         "",
         "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | last eval "
-        "measure | training steps/s | first iteration s | whole run s | env steps | MuJoCo C return (/ hurtle) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "measure | training steps/s | first iteration s | whole run s | env steps | hurtle's physics return | MuJoCo C "
+        "return (/ hurtle's, or - where negative) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env, learner, threshold, seed, r in rows:
         if "error" in r:
-            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | | | |")
+            lines.append(f"| {env} | {learner} | {seed} | {threshold:g} | {r['error']} | | | | | | | | | |")
             continue
         measure = r.get("measure", "episode_return")
         named = f"{threshold:g}" if measure == "episode_return" else f"{measure} ≥ {threshold:g}"

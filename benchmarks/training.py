@@ -103,12 +103,12 @@ def run(
 
     learner = algorithm.make_learner(config, podracer.make_mesh())
     state, _ = runner.train(algorithm, config, progress, learner=learner)
-    act, policy, key = algorithm.make_actor(config).act, learner.policy(state), jax.random.key(seed + 7)
+    act, policy, sim_key = algorithm.make_actor(config).act, learner.policy(state), jax.random.key(seed + 7)
     try:  # sim-to-sim: the final policy on MuJoCo C (the task's Gymnasium twin, else hurtle's task there)
         there = sim2sim.make_evaluate(config, act, sim_episodes)
-        mujoco_return = float(there(policy, key)["episode_return"].mean())
+        mujoco_return = float(there(policy, sim_key)["episode_return"].mean())
         # and on hurtle's physics, on as many episodes (a Sebulba run's own evaluations are on MuJoCo C)
-        ours = runner.make_evaluate(config, act, sim_episodes)(policy, key)
+        ours = runner.make_evaluate(config, act, sim_episodes)(policy, sim_key)
         hurtle_return = float(jax.device_get(ours["episode_return"]).mean())
     except (ValueError, TypeError):  # not a physics task, or trained on a host backend already
         mujoco_return = hurtle_return = None

@@ -61,13 +61,13 @@ PPO: dict[str, dict[str, Any]] = {
     # (benchmarks/RESULTS.md, "the locomotion suite"; time with compilation, evaluations on MuJoCo C). 10 epochs x
     # 32 minibatches (tried on hopper seed 1: 2,410 after 164k steps in 32 s, against 1.0M in 149 s with 4 x 8):
     # seed 0 hopper 2,410 after 287k steps in 53 s, walker2d 3,478 after 328k in 70 s, inverted_double_pendulum
-    # 9,100 after 61k in 12 s (41 s with 4 x 8), inverted_pendulum 1,000 after 20k in 5.5 s
+    # 9,100 after 61k in 12 s (41 s with 4 x 8), inverted_pendulum 1,000 after 20k in 5.5 s, halfcheetah 5,819
+    # after 1.02M in 157 s (437 s with 4 x 8)
     "hopper": _locomotion(),
+    "halfcheetah": _locomotion(),
     "walker2d": _locomotion(),
     "inverted_pendulum": _locomotion(),
     "inverted_double_pendulum": _locomotion(),
-    # 4 x 8 (SESSION_HC)
-    "halfcheetah": _locomotion(num_epochs=4, num_minibatches=8),
     # 4 x 8: 1,327 after 266k in 121 s (with 10 x 32: 967 after 1.2M, 400 s)
     "ant": _locomotion(num_epochs=4, num_minibatches=8),
     # untuned

@@ -68,7 +68,7 @@ PPO: dict[str, dict[str, Any]] = {
     "walker2d": _locomotion(),
     "inverted_pendulum": _locomotion(),
     "inverted_double_pendulum": _locomotion(),
-    # 4 x 8: 1,327 after 266k in 121 s (with 10 x 32: 967 after 1.2M, 400 s)
+    # 4 x 8: 1,327 after 266k in 76 s (with 10 x 32: 967 after 1.2M, 400 s)
     "ant": _locomotion(num_epochs=4, num_minibatches=8),
     # untuned
     "humanoid": _locomotion(),

@@ -303,6 +303,8 @@ def main(argv=None) -> None:
     rows, peers_done = [], set()
     for spec in args.env:
         parts = spec.split(":") + [""] * 3
+        if not parts[1] and parts[0] not in SUITE:
+            p.error(f"--env {spec}: {parts[0]} has no threshold in SUITE ({', '.join(SUITE)}); give ENV:THRESHOLD")
         env, threshold, algo, arch = (
             parts[0],
             parts[1] or str(SUITE[parts[0]][0]),
@@ -360,7 +362,8 @@ def main(argv=None) -> None:
             f"{fmt(r['steps_per_s'], ',.0f')} | "
             f"{fmt(r['first_iteration_s'], '.1f')} | {r['total_s']:.1f} | {r['num_timesteps']:,} | {sim(r)} |"
         )
-    sources = {env: SUITE[env][1] for env, *_ in rows if env in SUITE and SUITE[env][0] == _[1]}
+    # where each threshold that is the suite's own comes from
+    sources = {env: SUITE[env][1] for env, _, threshold, _, _ in rows if SUITE.get(env, (None,))[0] == threshold}
     if sources:
         lines.append("- Thresholds: " + "; ".join(f"{env} {text}" for env, text in sources.items()) + ".")
     text = "\n".join(lines) + "\n"

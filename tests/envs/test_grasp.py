@@ -104,3 +104,40 @@ def test_start_in_hand_curriculum():
     assert envs.make("grasp").unwrapped.start_in_hand == 0.0
     with pytest.raises(ValueError, match="start_in_hand"):
         envs.make("grasp", start_in_hand=1.5)
+    with pytest.raises(ValueError, match="start_in_hand \\+ start_held"):
+        envs.make("grasp", start_in_hand=0.6, start_held=0.6)
+
+
+def test_start_held_curriculum_holds_the_ball():
+    """`start_held=1`: every reset has the ball in the closed hand 10-20 cm over the table; with the scripted
+    grasp's servo targets the hand keeps it there for 2 s, held all along (`lift` 1 per step, `ball/held_s` 2 s),
+    and moving the hand towards the target pays `carry`; opened, the hand drops the ball and neither pays."""
+    env = envs.make("grasp", start_held=1.0)
+    task = env.unwrapped
+    s = jax.jit(env.reset)(jax.random.key(3))
+    ball = np.asarray(task.ball(s.physics))
+    assert 0.1 - 0.04 <= ball[2] <= 0.2 - 0.03
+    mid, half = np.asarray(task._mid), np.asarray(task._half)
+    ctrl = np.zeros(16)
+    ctrl[:4] = np.asarray(s.physics.qpos[:4])
+    ctrl[4:13] = [0.9, 0.9, 0.5] * 3
+    ctrl[13:16] = [0.0, 0.9, 0.9]
+    target = np.asarray(task.target(s.physics))
+    step = jax.jit(env.step)
+    carry = 0.0
+    for i in range(100):
+        c = ctrl.copy()
+        if i >= 50:  # the second second: the hand moves 5 cm towards the target
+            to = target - ball
+            c[:3] += 0.05 * min(1.0, (i - 50) / 25) * to / np.linalg.norm(to)
+        s = step(s, jnp.asarray((c - mid) / half, s.obs.dtype))
+        assert bool(task.held(s.physics)) and float(s.metrics["reward/lift"]) == 1.0, i
+        carry += float(s.metrics["reward/carry"])
+    assert float(s.metrics["ball/held_s"]) == pytest.approx(2.0, abs=1e-4)
+    assert carry > 2.5  # 5 cm towards the target: 2 x 0.05 m / 0.02 s (per step, summed), about 5
+    ctrl[4:16] = mid[4:16] - half[4:16]  # open every digit
+    ctrl[:3] = np.asarray(s.physics.qpos[:3])
+    for _ in range(50):
+        s = step(s, jnp.asarray((ctrl - mid) / half, s.obs.dtype))
+    assert not bool(task.held(s.physics))
+    assert float(s.metrics["reward/lift"]) == 0.0 and float(s.metrics["reward/carry"]) == 0.0

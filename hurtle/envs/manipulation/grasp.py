@@ -13,14 +13,19 @@ the engine's contacts).
 
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
 term: paid every step the hand stays at the ball);
-`touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `lift`, 1 while
-the ball is held off the table (`held`, below); `carry`, 2 x the ball's velocity towards the target (m/s, capped at
-1); `hit`, 10 when the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2. Reset: the
-hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15, 0.15] m;
-targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. `start_in_hand` (a training curriculum,
-0 as registered): the share of episodes that start with the open hand lowered around the ball instead, its palm
-over it and the fingers ready to close (`hurtle train grasp --env-options start_in_hand=0.25`). The episode ends when the ball leaves the workspace (more than 0.4 m from the centre horizontally), else
-after 1,000 steps (20 s).
+`touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `lift`, while the
+thumb and a finger touch the ball (`grasped`), its bottom's height over the table over 2 cm, at most 1 (1 while
+`held`, below: graded so that the first millimetres of a lift pay); `carry`, while the ball is held, 2 x its
+velocity towards the target (m/s, capped at 1: nothing for pushing or knocking it along the table); `hit`, 10 when
+the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
+
+Reset: the hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15,
+0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. Two training curricula (0 as
+registered; `hurtle train grasp --env-options start_in_hand=0.25 start_held=0.25`; evaluation runs the task as
+registered): `start_in_hand`, the share of episodes that start with the open hand lowered around the ball, its
+palm over it and the fingers ready to close; `start_held`, the share that start with the ball already held in the
+closed hand 10-20 cm over the table (a reverse curriculum: the end of a grasp first). The episode ends when the
+ball leaves the workspace (more than 0.4 m from the centre horizontally), else after 1,000 steps (20 s).
 
 Success measures: targets reached per episode (`targets/reached`) and the seconds the ball was held off the table
 (`ball/held_s`: its bottom 2 cm or more above the table with the thumb and a finger on it).
@@ -45,6 +50,13 @@ AREA = 0.15  # m: the ball's and the targets' half-width over the table
 # thumb and fingers just touch it, about 1 mm in: the opening is a little narrower than the ball)
 IN_HAND_Z = -0.12
 IN_HAND_DX = (-0.002, 0.0)
+# the ball held in the closed hand: the finger joints and the ball's offset from the hand body where the scripted
+# grasp (tests/envs/test_grasp.py: lowered, closed with the servos at 0.9, 0.9, 0.5 and the thumb at 0, 0.9, 0.9,
+# lifted) settles after 2 s; from this state the same servo targets hold the ball at any height
+HELD_FINGERS = (0.1155, 0.6991, 0.4567, 0.1287, 0.6869, 0.4534, 0.1155, 0.6991, 0.4567, 0.0, -0.0693, 0.8073)
+HELD_BALL = (-0.0019, 0.0, -0.0386)
+HELD_HEIGHT = (0.1, 0.2)  # m: the hand body's height over the table in a held start
+LIFT_HEIGHT = 0.02  # m: the ball's bottom this far over the table counts as lifted
 
 
 class Grasp(TargetTask):
@@ -65,11 +77,18 @@ class Grasp(TargetTask):
         carry_weight: float = 2.0,
         ctrl_cost_weight: float = 1e-3,
         start_in_hand: float = 0.0,
+        start_held: float = 0.0,
     ):
         super().__init__(xml)
-        if not 0.0 <= start_in_hand <= 1.0:
-            raise ValueError(f"grasp: start_in_hand is a share of episodes in [0, 1], got {start_in_hand}")
+        for name, share in (("start_in_hand", start_in_hand), ("start_held", start_held)):
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"grasp: {name} is a share of episodes in [0, 1], got {share}")
+        if start_in_hand + start_held > 1.0:
+            raise ValueError(
+                f"grasp: start_in_hand + start_held is a share of episodes, at most 1, got {start_in_hand + start_held}"
+            )
         self.start_in_hand = float(start_in_hand)
+        self.start_held = float(start_held)
         self.reach_weight = float(reach_weight)
         self.touch_weight = float(touch_weight)
         self.lift_weight = float(lift_weight)
@@ -110,11 +129,18 @@ class Grasp(TargetTask):
         """1 for each fingertip (TIPS) with an active contact with the ball, else 0."""
         return touching(data, self._tips, self._ball_geom).astype(self.dtype)
 
+    def grasped(self, data: hp.Data) -> jax.Array:
+        """The thumb and at least one finger on the ball."""
+        tips = self.tip_contacts(data)
+        return (tips[3] > 0) & (jnp.sum(tips[:3]) > 0)
+
+    def lifted(self, data: hp.Data) -> jax.Array:
+        """How far the ball's bottom is over the table, over LIFT_HEIGHT, in [0, 1]."""
+        return jnp.clip((self.ball(data)[2] - self.ball_radius) / LIFT_HEIGHT, 0.0, 1.0)
+
     def held(self, data: hp.Data) -> jax.Array:
         """The ball 2 cm or more off the table with the thumb and at least one finger on it."""
-        tips = self.tip_contacts(data)
-        up = self.ball(data)[2] - self.ball_radius >= 0.02
-        return up & (tips[3] > 0) & (jnp.sum(tips[:3]) > 0)
+        return self.grasped(data) & (self.lifted(data) >= 1.0)
 
     def observation(self, data: hp.Data) -> jax.Array:
         q, v = data.qpos, data.qvel
@@ -143,8 +169,10 @@ class Grasp(TargetTask):
         return {
             "reach": self.reach_weight * (1.0 - jnp.tanh(gap / 0.1)),
             "touch": self.touch_weight * jnp.sum(self.tip_contacts(after)),
-            "lift": self.lift_weight * self.held(after).astype(self.dtype),
-            "carry": self.carry_weight * jnp.minimum(jnp.dot(velocity, direction), 1.0),
+            "lift": self.lift_weight * jnp.where(self.grasped(after), self.lifted(after), 0.0),
+            "carry": jnp.where(
+                self.held(after), self.carry_weight * jnp.minimum(jnp.dot(velocity, direction), 1.0), 0.0
+            ),
             "ctrl": -self.ctrl_cost_weight * jnp.sum(action * action),
         }
 
@@ -153,17 +181,35 @@ class Grasp(TargetTask):
         return away | ~jnp.all(jnp.isfinite(data.qpos))
 
     def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        k_hand, k_ball, k_start = jax.random.split(key, 3)
+        k_hand, k_ball, k_start, k_height = jax.random.split(key, 4)
         m = self.model
-        qpos = jnp.asarray(m.qpos0, self.dtype)
-        hand = jax.random.uniform(k_hand, (2,), self.dtype, -AREA, AREA)
-        ball = jax.random.uniform(k_ball, (2,), self.dtype, -AREA, AREA)
-        in_hand = jax.random.uniform(k_start) < self.start_in_hand
+        dt = self.dtype
+        qpos = jnp.asarray(m.qpos0, dt)
+        hand = jax.random.uniform(k_hand, (2,), dt, -AREA, AREA)
+        ball = jax.random.uniform(k_ball, (2,), dt, -AREA, AREA)
+        u = jax.random.uniform(k_start, (), dt)
+        in_hand = u < self.start_in_hand
+        held = ~in_hand & (u < self.start_in_hand + self.start_held)
+        registered = qpos.at[:2].set(hand).at[self._ball_q : self._ball_q + 2].set(ball)
         # around the ball: the palm over it, the grip point 3.5 cm above its centre
-        wrist = jnp.concatenate([ball + jnp.asarray(IN_HAND_DX, self.dtype), jnp.asarray([IN_HAND_Z], self.dtype)])
-        start = jnp.where(in_hand, wrist, jnp.concatenate([hand, qpos[2:3]]))
-        qpos = qpos.at[:3].set(start).at[self._ball_q : self._ball_q + 2].set(ball)
-        return qpos, jnp.zeros(m.nv, self.dtype)
+        around = registered.at[:3].set(
+            jnp.concatenate([ball + jnp.asarray(IN_HAND_DX, dt), jnp.asarray([IN_HAND_Z], dt)])
+        )
+        # in the closed hand, lifted: the hand at a random height, the ball where the scripted grasp holds it
+        body = jnp.concatenate(
+            [ball - jnp.asarray(HELD_BALL[:2], dt), jax.random.uniform(k_height, (1,), dt, *HELD_HEIGHT)]
+        )
+        wrist = body - jnp.asarray(m.body_pos[self._hand], dt)
+        in_fist = (
+            registered.at[:3]
+            .set(wrist)
+            .at[4:16]
+            .set(jnp.asarray(HELD_FINGERS, dt))
+            .at[self._ball_q : self._ball_q + 3]
+            .set(body + jnp.asarray(HELD_BALL, dt))
+        )
+        qpos = jnp.where(in_hand, around, jnp.where(held, in_fist, registered))
+        return qpos, jnp.zeros(m.nv, dt)
 
     def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:
         state = super().reset_to(qpos, qvel)

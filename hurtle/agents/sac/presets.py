@@ -101,6 +101,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "halfcheetah": _cpu(1_000_000),
     # Brax publishes no SAC settings for ant; hopper's (its closest published task) with Brax's ant budget
     "ant": _brax(6_553_600, 512, 64, 5.0),
+    # the CPU settings on Gymnasium's short episodes (50 and 100 steps), evaluated over 64 episodes: a return
+    # threshold of -3.75 (reacher) needs more than 10 to tell
+    "reacher": {**_cpu(300_000, episode_length=50), "num_eval_envs": 64},
+    "pusher": {**_cpu(500_000, episode_length=100), "num_eval_envs": 64},
 }
 
 

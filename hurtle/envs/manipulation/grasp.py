@@ -2,14 +2,16 @@
 (assets/grasp.xml, hurtle's own hand: three fingers and an opposing thumb, 12 finger joints, the wrist's slides and
 yaw moving it in 3D under physics); each target reached gives way to a new one (`hurtle.envs.targets`).
 
-Action (16, in [-1, 1]): every servo's target over its control range (Gymnasium's convention), wrist x, y, z and
-yaw, then the fingers' joints (f1, f2, f3: mcp, pip, dip; the thumb: opposition, mcp, ip), at 50 Hz (5 physics
-steps of 4 ms).
+Action (16, in [-1, 1]), at 50 Hz (5 physics steps of 4 ms): the wrist's x, y, z and yaw as velocity commands
+integrated into their servos' targets (`hurtle.envs.manipulation.commands`: 1 cm and 0.05 rad per step at full
+command, 0.5 m/s and 2.5 rad/s; a target kept within 4 cm and 0.2 rad of its joint), then the fingers' joints (f1,
+f2, f3: mcp, pip, dip; the thumb: opposition, mcp, ip) as servo targets over their control ranges (Gymnasium's
+convention).
 
-Observation (52): the hand's position (3), yaw as sin, cos (2), the wrist's velocities (4), finger joint angles
-(12) and velocities x 0.1 (12), the ball's position (3) and velocity (3), the ball minus the grip point under the
-palm (3), the target (3), target minus ball (3), and which fingertips touch the ball (4: f1, f2, f3, thumb, from
-the engine's contacts).
+Observation (59): the hand's position (3), yaw as sin, cos (2), the wrist's velocities (4) and its servo targets
+minus its joints (4), finger joint angles (12) and velocities x 0.1 (12), the ball's position (3) and velocity (3),
+the ball minus the grip point under the palm (3) and its tanh at 5 cm (3), the target (3), target minus ball (3),
+and which fingertips touch the ball (4: f1, f2, f3, thumb, from the engine's contacts).
 
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
 term: paid every step the hand stays at the ball);
@@ -41,6 +43,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box, State
+from hurtle.envs.manipulation.commands import fine, integrate
 from hurtle.envs.physics_env import touching
 from hurtle.envs.targets import TargetTask
 
@@ -57,6 +60,8 @@ HELD_FINGERS = (0.1155, 0.6991, 0.4567, 0.1287, 0.6869, 0.4534, 0.1155, 0.6991, 
 HELD_BALL = (-0.0019, 0.0, -0.0386)
 HELD_HEIGHT = (0.1, 0.2)  # m: the hand body's height over the table in a held start
 LIFT_HEIGHT = 0.02  # m: the ball's bottom this far over the table counts as lifted
+WRIST_STEP = (0.01, 0.01, 0.01, 0.05)  # m, m, m, rad per control step at full command
+WRIST_LEAD = (0.04, 0.04, 0.04, 0.2)  # the most a wrist servo's target may lead its joint
 
 
 class Grasp(TargetTask):
@@ -105,9 +110,14 @@ class Grasp(TargetTask):
         lo, hi = np.asarray(m.actuator_ctrlrange, np.float64).T
         self._mid, self._half = jnp.asarray((lo + hi) / 2, self.dtype), jnp.asarray((hi - lo) / 2, self.dtype)
         self._action_space = Box(-np.ones(m.nu), np.ones(m.nu), (m.nu,), self.dtype)
+        self._wrist_step = jnp.asarray(WRIST_STEP, self.dtype)
+        self._wrist_lead = jnp.asarray(WRIST_LEAD, self.dtype)
 
     def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
-        return super().pipeline_step(data, self._mid + self._half * action)
+        wrist = integrate(data.ctrl[:4], data.qpos[:4], action[:4], self._wrist_step, self._wrist_lead)
+        wrist = jnp.clip(wrist, self._mid[:4] - self._half[:4], self._mid[:4] + self._half[:4])
+        fingers = self._mid[4:] + self._half[4:] * action[4:]
+        return super().pipeline_step(data, jnp.concatenate([wrist, fingers]))
 
     # -- what the task reads --
 
@@ -150,11 +160,13 @@ class Grasp(TargetTask):
                 data.xpos[self._hand],
                 jnp.stack([jnp.sin(q[3]), jnp.cos(q[3])]),
                 v[:4],
+                data.ctrl[:4] - q[:4],
                 q[4:16],
                 0.1 * v[4:16],
                 ball,
                 v[self._ball_v : self._ball_v + 3],
                 ball - self.grip(data),
+                fine(ball - self.grip(data)),
                 target,
                 target - ball,
                 self.tip_contacts(data),

@@ -47,6 +47,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box
+from hurtle.envs.manipulation.commands import fine, integrate
 from hurtle.envs.manipulation.sampling import rejection_sample
 from hurtle.envs.targets import TargetTask
 
@@ -73,12 +74,6 @@ PUSH_AREA = np.array([[-0.7, -0.35], [-0.35, 0.1]])  # x and y ranges (m) of the
 PUSH_TOOL = np.array([-0.45, -0.1333])  # where the tool tip starts (x, y) at PUSH_HOME; the cube starts 12 cm away
 
 
-def fine(offset: jax.Array, scale: float = 0.05) -> jax.Array:
-    """tanh(offset / scale): an offset seen at the centimetre scale (linear within a few cm, saturated beyond),
-    where the raw offset's metres would leave a normalised observation too coarse for the last 2 cm."""
-    return jnp.tanh(offset / scale)
-
-
 class UR5eTask(TargetTask):
     """What the UR5e's tasks share: velocity commands integrated into the servo targets, the arm's observation
     and motion cost, a start near `home` at rest (see the module's docstring)."""
@@ -97,9 +92,7 @@ class UR5eTask(TargetTask):
         self._action_space = Box(-np.ones(6), np.ones(6), (6,), self.dtype)
 
     def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
-        q = data.qpos[:6]
-        target = jnp.clip(data.ctrl + self.joint_step * action, q - self.lead, q + self.lead)
-        return super().pipeline_step(data, target)
+        return super().pipeline_step(data, integrate(data.ctrl, data.qpos[:6], action, self.joint_step, self.lead))
 
     def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None):
         state = super().reset_to(qpos, qvel)

@@ -52,7 +52,7 @@ def test_hand_model_matches_mujoco():
 def test_scripted_grasp_lifts_the_ball_to_a_target():
     """Over the ball, down, close, lift over a second: the thumb and fingers touch the ball (`touch` > 0), the ball
     rises, stays in the hand for 2 s and counts as held, and a target put at the lifted ball is reached (bonus
-    10)."""
+    10). A ball knocked across the table stops at the tray's rim."""
     env = envs.make("grasp")
     task = env.unwrapped
     step = jax.jit(env.step)
@@ -90,6 +90,17 @@ def test_scripted_grasp_lifts_the_ball_to_a_target():
     assert float(hit.metrics["reward/hit"]) == 10.0 and float(hit.metrics["targets/reached"]) == 1.0
     target = np.asarray(task.target(hit.physics))
     assert np.all(np.abs(target[:2]) <= 0.15) and 0.1 <= target[2] <= 0.3
+    # a ball knocked at 2 m/s stays in the tray: the rim stops it and the episode goes on
+    s = jax.jit(env.reset)(jax.random.key(1))
+    v = s.physics.qvel.at[task._ball_v : task._ball_v + 2].set(jnp.asarray([2.0, 1.0], s.obs.dtype))
+    s = s.replace(physics=s.physics.replace(qvel=v))
+    xs = []
+    for _ in range(100):
+        s = step(s, jnp.zeros(16, s.obs.dtype))
+        xs.append(np.asarray(task.ball(s.physics))[:2])
+        assert not bool(s.done)
+    # it reached the rim and went no further than the soft contact lets a 2 m/s ball into it (6 mm)
+    assert 0.3 < np.max(np.abs(xs)) < 0.355 - 0.035 + 0.01
 
 
 def test_start_in_hand_curriculum():

@@ -7,8 +7,8 @@ iteration, compilation included. "time to solve" is
 the `time_s` of the first evaluation whose mean return reaches the threshold; "steps/s" counts env steps per
 second of training after the first iteration (whose time is mostly compilation), evaluation included.
 `--max-seconds` stops a run at the first iteration past that wall-clock budget. Sim-to-sim: the final policy's
-mean return over 16 episodes on hurtle's physics (the task in JAX, whichever architecture trained it: a Sebulba
-run's own evaluations are on MuJoCo C) and on MuJoCo C (`hurtle.agents.sim2sim`: the task's Gymnasium twin, e.g.
+mean return over `--sim-episodes` (64) episodes on hurtle's physics (the task in JAX, whichever architecture
+trained it: a Sebulba run's own evaluations are on MuJoCo C) and on MuJoCo C (`hurtle.agents.sim2sim`: the task's Gymnasium twin, e.g.
 HalfCheetah-v5, else hurtle's task on MuJoCo C), with their ratio.
 
     python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
@@ -76,7 +76,7 @@ def run(
     arch: str | None = None,
     stop: bool = False,
     measure: str = "episode_return",
-    sim_episodes: int = 16,
+    sim_episodes: int = 64,
 ) -> dict:
     import jax
 
@@ -290,6 +290,9 @@ def main(argv=None) -> None:
     p.add_argument("--peer", choices=PEERS, nargs="*", default=[], help="also train these peers on the Gymnasium twin")
     p.add_argument("--peer-eval-every", type=int, default=10_000)
     p.add_argument("--stop", action="store_true", help="stop each run at its first evaluation past the threshold")
+    p.add_argument(
+        "--sim-episodes", type=int, default=64, help="episodes of the final policy on each engine (sim-to-sim)"
+    )
     p.add_argument("--set", nargs="*", default=[], help="FIELD=VALUE changes to every run's preset (Python literals)")
     p.add_argument("--split", action="store_true", help="SAC: time per iteration, part by part (no training)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
@@ -316,7 +319,7 @@ def main(argv=None) -> None:
         measure, _, value = threshold.rpartition("=")
         measure, threshold = measure or "episode_return", float(value)
         for seed in args.seeds:
-            r = run(env, threshold, seed, algo, args.max_seconds, changes, arch, args.stop, measure)
+            r = run(env, threshold, seed, algo, args.max_seconds, changes, arch, args.stop, measure, args.sim_episodes)
             r["measure"] = measure
             print(env, algo, arch, seed, r, flush=True)
             rows.append((env, f"hurtle {algo}" + (f" ({arch})" if arch != "anakin" else ""), threshold, seed, r))

@@ -101,6 +101,11 @@ def test_scripted_grasp_lifts_the_ball_to_a_target():
         assert not bool(s.done)
     # it reached the rim and went no further than the soft contact lets a 2 m/s ball into it (6 mm)
     assert 0.3 < np.max(np.abs(xs)) < 0.355 - 0.035 + 0.01
+    # up against a wall the ball does not count as lifted (pinned there, it is not held); in the air it does
+    forward = jax.jit(hp.forward)
+    for x, lifted in ((0.321, 0.0), (0.0, 1.0)):
+        q = s.physics.qpos.at[task._ball_q : task._ball_q + 3].set(jnp.asarray([x, 0.0, 0.058], s.obs.dtype))
+        assert float(task.lifted(forward(task.model, s.physics.replace(qpos=q)))) == lifted, x
 
 
 def test_start_in_hand_curriculum():

@@ -16,8 +16,8 @@ and which fingertips touch the ball (4: f1, f2, f3, thumb, from the engine's con
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
 term: paid every step the hand stays at the ball);
 `touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `lift`, while the
-thumb and a finger touch the ball (`grasped`), its bottom's height over the table over 2 cm, at most 1 (1 while
-`held`, below: graded so that the first millimetres of a lift pay); `carry`, while the ball is held, 2 x its
+thumb and a finger touch the ball (`grasped`) and it is clear of the tray's rim, its bottom's height over the table
+over 2 cm, at most 1 (1 while `held`, below: graded so that the first millimetres of a lift pay); `carry`, while the ball is held, 2 x its
 velocity towards the target (m/s, capped at 1: nothing for pushing or knocking it along the table); `hit`, 10 when
 the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
 
@@ -31,7 +31,7 @@ high, 71 cm square inside) keeps a knocked ball within reach; the episode ends w
 more than 0.4 m out along x or y), else after 1,000 steps (20 s).
 
 Success measures: targets reached per episode (`targets/reached`) and the seconds the ball was held off the table
-(`ball/held_s`: its bottom 2 cm or more above the table with the thumb and a finger on it).
+(`ball/held_s`: its bottom 2 cm or more above the table, clear of the rim, with the thumb and a finger on it).
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ class Grasp(TargetTask):
         self._ball = m.name2id("body", "ball")
         self._ball_geom = m.name2id("geom", "ball")
         self._tips = jnp.asarray([m.name2id("geom", t) for t in TIPS], jnp.int32)
+        self._rim = jnp.asarray([m.name2id("geom", f"rim_{side}") for side in ("px", "nx", "py", "ny")], jnp.int32)
         self._grip = m.name2id("site", "grip")
         self._ball_q = int(m.jnt_qposadr[m.body_jntadr[self._ball]])
         self._ball_v = int(m.jnt_dofadr[m.body_jntadr[self._ball]])
@@ -146,11 +147,13 @@ class Grasp(TargetTask):
         return (tips[3] > 0) & (jnp.sum(tips[:3]) > 0)
 
     def lifted(self, data: hp.Data) -> jax.Array:
-        """How far the ball's bottom is over the table, over LIFT_HEIGHT, in [0, 1]."""
-        return jnp.clip((self.ball(data)[2] - self.ball_radius) / LIFT_HEIGHT, 0.0, 1.0)
+        """How far the ball's bottom is over the table, over LIFT_HEIGHT, in [0, 1]; 0 while it touches the tray's
+        rim (a ball pinned up against a wall is not lifted: policies find that first)."""
+        up = jnp.clip((self.ball(data)[2] - self.ball_radius) / LIFT_HEIGHT, 0.0, 1.0)
+        return jnp.where(jnp.any(touching(data, self._rim, self._ball_geom)), 0.0, up)
 
     def held(self, data: hp.Data) -> jax.Array:
-        """The ball 2 cm or more off the table with the thumb and at least one finger on it."""
+        """The ball 2 cm or more off the table, clear of the rim, with the thumb and at least one finger on it."""
         return self.grasped(data) & (self.lifted(data) >= 1.0)
 
     def observation(self, data: hp.Data) -> jax.Array:

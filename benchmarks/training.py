@@ -8,8 +8,8 @@ the `time_s` of the first evaluation whose mean return reaches the threshold; "s
 second of training after the first iteration (whose time is mostly compilation), evaluation included.
 `--max-seconds` stops a run at the first iteration past that wall-clock budget. Sim-to-sim: the final policy's
 mean return over `--sim-episodes` (64) episodes on hurtle's physics (the task in JAX, whichever architecture
-trained it: a Sebulba run's own evaluations are on MuJoCo C) and on MuJoCo C (`hurtle.agents.sim2sim`: the task's Gymnasium twin, e.g.
-HalfCheetah-v5, else hurtle's task on MuJoCo C), with their ratio.
+trained it: a Sebulba run's own evaluations are on MuJoCo C) and on MuJoCo C (`hurtle.agents.sim2sim`: the task's
+Gymnasium twin, e.g. HalfCheetah-v5, else hurtle's task on MuJoCo C), with their ratio.
 
     python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
     python benchmarks/training.py --env cartpole:475 --seeds 0 1 2

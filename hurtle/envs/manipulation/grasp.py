@@ -17,18 +17,18 @@ Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance 
 term: paid every step the hand stays at the ball);
 `touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `lift`, while the
 thumb and a finger touch the ball (`grasped`) and it is clear of the tray's rim, its bottom's height over the table
-over 2 cm, at most 1 (1 while `held`, below: graded so that the first millimetres of a lift pay); `carry`, while the ball is held, 2 x its
-velocity towards the target (m/s, capped at 1: nothing for pushing or knocking it along the table); `hit`, 10 when
-the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
+over 2 cm, at most 1 (1 while `held`, below: graded so that the first millimetres of a lift pay); `carry`, while
+the ball is held, 2 x its velocity towards the target (m/s, capped at 1: nothing for pushing or knocking it along
+the table); `hit`, 10 when the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
 
 Reset: the hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15,
 0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. Two training curricula (0 as
-registered; `hurtle train grasp --env-options start_in_hand=0.25 start_held=0.25`; evaluation runs the task as
-registered): `start_in_hand`, the share of episodes that start with the open hand lowered around the ball, its
-palm over it and the fingers ready to close; `start_held`, the share that start with the ball already held in the
-closed hand 10-20 cm over the table (a reverse curriculum: the end of a grasp first). The table is a tray whose rim (6 cm
-high, 71 cm square inside) keeps a knocked ball within reach; the episode ends when the ball leaves it (its centre
-more than 0.4 m out along x or y), else after 1,000 steps (20 s).
+registered; the PPO preset trains with `start_in_hand=0.25 start_held=0.15`, `--env-options` to change them;
+evaluation runs the task as registered): `start_in_hand`, the share of episodes that start with the open hand
+lowered around the ball, its palm over it and the fingers ready to close; `start_held`, the share that start with
+the ball already held in the closed hand 10-20 cm over the table (a reverse curriculum: the end of a grasp first).
+The table is a tray whose rim (6 cm high, 71 cm square inside) keeps a knocked ball within reach; the episode ends
+when the ball leaves it (its centre more than 0.4 m out along x or y), else after 1,000 steps (20 s).
 
 Success measures: targets reached per episode (`targets/reached`) and the seconds the ball was held off the table
 (`ball/held_s`: its bottom 2 cm or more above the table, clear of the rim, with the thumb and a finger on it).

@@ -21,7 +21,8 @@ Gymnasium twin, e.g. HalfCheetah-v5, else hurtle's task on MuJoCo C), with their
 
 `--peer sbx sb3-sac sb3-ppo` also trains those peers (`run_peer`: SBX's SAC, Stable-Baselines3's SAC and PPO) on
 Gymnasium's MuJoCo C twin of each task, once per task and seed, with a deterministic 10-episode evaluation every
-`--peer-eval-every` env steps, on the same machine in the same run.
+`--peer-eval-every` env steps (left off the peer's clock: their time is the training's alone), on the same
+machine in the same run.
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: floa
     (Stable-Baselines3's SAC) with the RL Zoo's MuJoCo settings (10,000 random steps first, then one update of
     batch 256 per step), `sb3-ppo` (Stable-Baselines3's PPO with its defaults and the RL Zoo's observation and
     reward normalisation, `VecNormalize`; 1 environment, 2,048-step rollouts); a deterministic 10-episode
-    evaluation every `eval_every` env steps (observations normalised with the run's statistics)."""
+    evaluation every `eval_every` env steps (observations normalised with the run's statistics), its time kept off
+    the peer's clock (hurtle's runs count their own, batched on the device)."""
     import gymnasium as gym
     import numpy as np
     from stable_baselines3.common.callbacks import BaseCallback
@@ -164,12 +166,15 @@ def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: floa
             returns.append(total)
         return float(np.mean(returns))
 
+    evaluating = [0.0]  # seconds spent in the evaluations so far: kept off the peer's clock
+
     class Clock(BaseCallback):
         def _on_step(self) -> bool:
             if self.num_timesteps % eval_every:
                 return True
+            now = time.perf_counter() - start - evaluating[0]
             ret = evaluate(self.model)
-            now = time.perf_counter() - start
+            evaluating[0] = time.perf_counter() - start - now
             marks.append((self.num_timesteps, now, ret))
             print(f"{peer} {env} {self.num_timesteps} {now:.0f}s {ret:.1f}", flush=True)
             return ret < threshold and (max_seconds is None or now < max_seconds)
@@ -189,7 +194,7 @@ def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: floa
         model = SAC("MlpPolicy", gym.make(twin), learning_starts=10_000, seed=seed, verbose=0)
     model.learn(total_timesteps=100_000_000, callback=Clock())
     solved = next((m for m in marks if m[2] >= threshold), None)
-    t_end = marks[-1][1] if marks else time.perf_counter() - start
+    t_end = marks[-1][1] if marks else time.perf_counter() - start - evaluating[0]
     return {
         "solve_s": solved[1] if solved else None,
         "solve_steps": solved[0] if solved else None,
@@ -348,7 +353,7 @@ def main(argv=None) -> None:
         f"\n### {time.strftime('%Y-%m-%d')}: training, presets, float32",
         f"Machine: {_machine()}. Time to solve: the run's clock (compilation included) at the first evaluation "
         "reaching the threshold; steps/s: env steps per second after the first iteration, evaluations included "
-        f"(peers: env steps over their whole clock).{budget}",
+        f"(peers: env steps over their whole clock; a peer's clock leaves out its evaluations).{budget}",
         "",
         "| env | learner | seed | threshold | time to solve s | env steps to solve | last eval return | last eval "
         "measure | training steps/s | first iteration s | whole run s | env steps | hurtle's physics return | MuJoCo C "

@@ -79,6 +79,14 @@ def test_scripted_grasp_lifts_the_ball_to_a_target():
     assert tips[3] == 1 and tips[:3].sum() >= 2  # the thumb opposes the fingers
     assert float(s.metrics["reward/touch"]) == 0.25 * tips.sum()
     np.testing.assert_array_equal(s.obs[-4:], tips)
+    assert float(s.metrics["reward/reach"]) == 0.5  # grasped: the full reach term
+    # the same grasp with the ball up against the tray's rim pays no touch (policies pin it there first)
+    q = s.physics.qpos.at[0].add(0.321 - float(task.ball(s.physics)[0]))
+    q = q.at[task._ball_q].set(0.321)
+    forward = jax.jit(hp.forward)
+    rim = forward(task.model, s.physics.replace(qpos=q))
+    assert bool(task.on_rim(rim)) and np.asarray(task.tip_contacts(rim)).sum() == tips.sum()
+    assert float(task.reward_terms(rim, rim, jnp.zeros(16, s.obs.dtype))["touch"]) == 0.0
     ctrl[2] = 0.1  # lift, 23 cm at 0.5 m/s at most
     s = hold(s, ctrl, 150)
     np.testing.assert_array_equal(task.tip_contacts(s.physics), 1.0)  # still in all four fingertips
@@ -102,29 +110,33 @@ def test_scripted_grasp_lifts_the_ball_to_a_target():
     # it reached the rim and went no further than the soft contact lets a 2 m/s ball into it (6 mm)
     assert 0.3 < np.max(np.abs(xs)) < 0.355 - 0.035 + 0.01
     # up against a wall the ball does not count as lifted (pinned there, it is not held); in the air it does
-    forward = jax.jit(hp.forward)
     for x, lifted in ((0.321, 0.0), (0.0, 1.0)):
         q = s.physics.qpos.at[task._ball_q : task._ball_q + 3].set(jnp.asarray([x, 0.0, 0.058], s.obs.dtype))
         assert float(task.lifted(forward(task.model, s.physics.replace(qpos=q)))) == lifted, x
 
 
-def test_start_in_hand_curriculum():
-    """`start_in_hand=0.5`: about half the resets put the open hand around the ball (the grip point 3.5 cm over
-    its centre, the digits touching it 1 mm in at most: no finger pressed into the ball or the table), the rest
-    25 cm up as registered; a share outside [0, 1] is refused."""
-    task = envs.make("grasp", start_in_hand=0.5).unwrapped
+def test_start_in_hand_and_over_curricula():
+    """`start_in_hand=0.4 start_over=0.3`: about 40% of the resets put the open hand around the ball (the grip point
+    at its centre, the digits touching it 1 mm in at most: no finger pressed into the ball or the table), 30% the
+    same hand straight over it, up to 12 cm higher (2 mm in at most), the rest 25 cm up as registered; a share
+    outside [0, 1], or shares summing over 1, are refused."""
+    task = envs.make("grasp", start_in_hand=0.4, start_over=0.3).unwrapped
     s = jax.jit(jax.vmap(task.reset))(jax.random.split(jax.random.key(1), 256))
     ball, grip = np.asarray(jax.vmap(task.ball)(s.physics)), np.asarray(jax.vmap(task.grip)(s.physics))
-    in_hand = np.isclose(s.physics.qpos[:, 2], -0.12)
-    assert 0.38 < in_hand.mean() < 0.62
-    np.testing.assert_allclose(grip[in_hand] - ball[in_hand], [[-0.002, 0, 0.035]] * in_hand.sum(), atol=1e-6)
-    np.testing.assert_array_equal(s.physics.qpos[~in_hand, 2], 0.0)
+    z = np.asarray(s.physics.qpos[:, 2])
+    in_hand, over, registered = np.isclose(z, -0.12), (z > -0.119) & (z < -0.001), z == 0.0
+    assert np.all(in_hand | over | registered)
+    assert 0.3 < in_hand.mean() < 0.5 and 0.2 < over.mean() < 0.4
+    np.testing.assert_allclose(grip[in_hand] - ball[in_hand], [[-0.002, 0, 0]] * in_hand.sum(), atol=1e-6)
+    np.testing.assert_allclose((grip - ball)[over][:, :2], [[-0.002, 0]] * over.sum(), atol=1e-6)
+    assert np.all((grip - ball)[over][:, 2] > 0) and np.max((grip - ball)[over][:, 2]) > 0.1
     c = s.physics.contact
-    assert np.all(np.where(c.active, c.dist, 0.0) > -1.1e-3)
+    dist = np.min(np.where(c.active, c.dist, 0.0), axis=1)
+    assert np.all(dist[in_hand] > -1.1e-3) and np.all(dist[over] > -2.1e-3)
     assert envs.make("grasp").unwrapped.start_in_hand == 0.0
     with pytest.raises(ValueError, match="start_in_hand"):
         envs.make("grasp", start_in_hand=1.5)
-    with pytest.raises(ValueError, match="start_in_hand \\+ start_held"):
+    with pytest.raises(ValueError, match="start_in_hand \\+ start_over \\+ start_held"):
         envs.make("grasp", start_in_hand=0.6, start_held=0.6)
 
 

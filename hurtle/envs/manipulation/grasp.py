@@ -10,23 +10,25 @@ convention).
 
 Observation (59): the hand's position (3), yaw as sin, cos (2), the wrist's velocities (4) and its servo targets
 minus its joints (4), finger joint angles (12) and velocities x 0.1 (12), the ball's position (3) and velocity (3),
-the ball minus the grip point under the palm (3) and its tanh at 5 cm (3), the target (3), target minus ball (3),
+the ball minus the grip point (3: where the ball's centre sits in the open hand lowered around it, 9.5 cm under
+the hand) and its tanh at 5 cm (3), the target (3), target minus ball (3),
 and which fingertips touch the ball (4: f1, f2, f3, thumb, from the engine's contacts).
 
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
-term: paid every step the hand stays at the ball);
-`touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with all four); `lift`, while the
+term: paid every step the hand stays at the ball; highest with the open hand around it, ready to close), 0.5 while
+the ball is grasped (below); `touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with
+all four) while the ball is clear of the tray's rim (a ball pinned against a wall pays nothing); `lift`, while the
 thumb and a finger touch the ball (`grasped`) and it is clear of the tray's rim, its bottom's height over the table
 over 2 cm, at most 1 (1 while `held`, below: graded so that the first millimetres of a lift pay); `carry`, while
 the ball is held, 2 x its velocity towards the target (m/s, capped at 1: nothing for pushing or knocking it along
 the table); `hit`, 10 when the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
 
 Reset: the hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15,
-0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. Two training curricula (0 as
-registered; the PPO preset trains with `start_in_hand=0.25 start_held=0.15`, `--env-options` to change them;
-evaluation runs the task as registered): `start_in_hand`, the share of episodes that start with the open hand
-lowered around the ball, its palm over it and the fingers ready to close; `start_held`, the share that start with
-the ball already held in the closed hand 10-20 cm over the table (a reverse curriculum: the end of a grasp first).
+0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. Training curricula (shares of
+episodes, 0 as registered; the PPO preset trains with `start_in_hand=0.2 start_over=0.2 start_held=0.15`,
+`--env-options` to change them; evaluation runs the task as registered): `start_in_hand`, the open hand lowered
+around the ball, its palm over it and the fingers ready to close; `start_over`, the same hand straight over the
+ball, up to 12 cm higher (between the in-hand and the registered heights); `start_held`, the ball already held in the closed hand 10-20 cm over the table (a reverse curriculum: the end of a grasp first).
 The table is a tray whose rim (6 cm high, 71 cm square inside) keeps a knocked ball within reach; the episode ends
 when the ball leaves it (its centre more than 0.4 m out along x or y), else after 1,000 steps (20 s).
 
@@ -83,17 +85,20 @@ class Grasp(TargetTask):
         carry_weight: float = 2.0,
         ctrl_cost_weight: float = 1e-3,
         start_in_hand: float = 0.0,
+        start_over: float = 0.0,
         start_held: float = 0.0,
     ):
         super().__init__(xml)
-        for name, share in (("start_in_hand", start_in_hand), ("start_held", start_held)):
+        shares = {"start_in_hand": start_in_hand, "start_over": start_over, "start_held": start_held}
+        for name, share in shares.items():
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"grasp: {name} is a share of episodes in [0, 1], got {share}")
-        if start_in_hand + start_held > 1.0:
+        if sum(shares.values()) > 1.0:
             raise ValueError(
-                f"grasp: start_in_hand + start_held is a share of episodes, at most 1, got {start_in_hand + start_held}"
+                f"grasp: {' + '.join(shares)} is a share of episodes, at most 1, got {sum(shares.values())}"
             )
         self.start_in_hand = float(start_in_hand)
+        self.start_over = float(start_over)
         self.start_held = float(start_held)
         self.reach_weight = float(reach_weight)
         self.touch_weight = float(touch_weight)
@@ -146,11 +151,15 @@ class Grasp(TargetTask):
         tips = self.tip_contacts(data)
         return (tips[3] > 0) & (jnp.sum(tips[:3]) > 0)
 
+    def on_rim(self, data: hp.Data) -> jax.Array:
+        """The ball touches the tray's rim."""
+        return jnp.any(touching(data, self._rim, self._ball_geom))
+
     def lifted(self, data: hp.Data) -> jax.Array:
         """How far the ball's bottom is over the table, over LIFT_HEIGHT, in [0, 1]; 0 while it touches the tray's
         rim (a ball pinned up against a wall is not lifted: policies find that first)."""
         up = jnp.clip((self.ball(data)[2] - self.ball_radius) / LIFT_HEIGHT, 0.0, 1.0)
-        return jnp.where(jnp.any(touching(data, self._rim, self._ball_geom)), 0.0, up)
+        return jnp.where(self.on_rim(data), 0.0, up)
 
     def held(self, data: hp.Data) -> jax.Array:
         """The ball 2 cm or more off the table, clear of the rim, with the thumb and at least one finger on it."""
@@ -182,10 +191,11 @@ class Grasp(TargetTask):
         to = self.target(before) - self.ball(before)
         direction = to / jnp.maximum(jnp.linalg.norm(to), 1e-6)
         velocity = (self.ball(after) - self.ball(before)) / self.dt
+        grasped, clear = self.grasped(after), ~self.on_rim(after)
         return {
-            "reach": self.reach_weight * (1.0 - jnp.tanh(gap / 0.1)),
-            "touch": self.touch_weight * jnp.sum(self.tip_contacts(after)),
-            "lift": self.lift_weight * jnp.where(self.grasped(after), self.lifted(after), 0.0),
+            "reach": self.reach_weight * jnp.where(grasped, 1.0, 1.0 - jnp.tanh(gap / 0.1)),
+            "touch": jnp.where(clear, self.touch_weight * jnp.sum(self.tip_contacts(after)), 0.0),
+            "lift": self.lift_weight * jnp.where(grasped, self.lifted(after), 0.0),
             "carry": jnp.where(
                 self.held(after), self.carry_weight * jnp.minimum(jnp.dot(velocity, direction), 1.0), 0.0
             ),
@@ -197,20 +207,22 @@ class Grasp(TargetTask):
         return away | ~jnp.all(jnp.isfinite(data.qpos))
 
     def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        k_hand, k_ball, k_start, k_height = jax.random.split(key, 4)
+        k_hand, k_ball, k_start, k_height, k_over = jax.random.split(key, 5)
         m = self.model
         dt = self.dtype
         qpos = jnp.asarray(m.qpos0, dt)
         hand = jax.random.uniform(k_hand, (2,), dt, -AREA, AREA)
         ball = jax.random.uniform(k_ball, (2,), dt, -AREA, AREA)
         u = jax.random.uniform(k_start, (), dt)
-        in_hand = u < self.start_in_hand
-        held = ~in_hand & (u < self.start_in_hand + self.start_held)
+        ends = np.cumsum([self.start_in_hand, self.start_over, self.start_held])
+        start = jnp.sum(u >= jnp.asarray(ends, dt))  # 0 in hand, 1 over, 2 held, 3 as registered
         registered = qpos.at[:2].set(hand).at[self._ball_q : self._ball_q + 2].set(ball)
-        # around the ball: the palm over it, the grip point 3.5 cm above its centre
+        # around the ball: the palm over it, the grip point at its centre
         around = registered.at[:3].set(
             jnp.concatenate([ball + jnp.asarray(IN_HAND_DX, dt), jnp.asarray([IN_HAND_Z], dt)])
         )
+        # over it: the same pose raised by up to -IN_HAND_Z (as high as the registered start)
+        over = around.at[2].add(jax.random.uniform(k_over, (), dt, 0.0, -IN_HAND_Z))
         # in the closed hand, lifted: the hand at a random height, the ball where the scripted grasp holds it
         body = jnp.concatenate(
             [ball - jnp.asarray(HELD_BALL[:2], dt), jax.random.uniform(k_height, (1,), dt, *HELD_HEIGHT)]
@@ -224,7 +236,7 @@ class Grasp(TargetTask):
             .at[self._ball_q : self._ball_q + 3]
             .set(body + jnp.asarray(HELD_BALL, dt))
         )
-        qpos = jnp.where(in_hand, around, jnp.where(held, in_fist, registered))
+        qpos = jnp.stack([around, over, in_fist, registered])[start]
         return qpos, jnp.zeros(m.nv, dt)
 
     def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:

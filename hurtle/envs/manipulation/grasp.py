@@ -2,17 +2,19 @@
 (assets/grasp.xml, hurtle's own hand: three fingers and an opposing thumb, 12 finger joints, the wrist's slides and
 yaw moving it in 3D under physics); each target reached gives way to a new one (`hurtle.envs.targets`).
 
-Action (16, in [-1, 1]), at 50 Hz (5 physics steps of 4 ms): the wrist's x, y, z and yaw as velocity commands
-integrated into their servos' targets (`hurtle.envs.manipulation.commands`: 1 cm and 0.05 rad per step at full
-command, 0.5 m/s and 2.5 rad/s; a target kept within 4 cm and 0.2 rad of its joint), then the fingers' joints (f1,
-f2, f3: mcp, pip, dip; the thumb: opposition, mcp, ip) as servo targets over their control ranges (Gymnasium's
-convention).
+Action (16, in [-1, 1]), at 50 Hz (5 physics steps of 4 ms): changes to the servos' targets
+(`hurtle.envs.manipulation.commands`), as MuJoCo Playground's LEAP hand takes them: the wrist's x, y, z and yaw
+(1 cm and 0.05 rad per step at full command: 0.5 m/s and 2.5 rad/s; a target kept within 4 cm and 0.2 rad of its
+joint), then the fingers' joints (f1, f2, f3: mcp, pip, dip; the thumb: opposition, mcp, ip; 0.05 rad per step, a
+target kept within 0.6 rad of its joint: a finger closed on the ball pushes with its servo's full force). A zero
+action holds the hand as it is: exploration's noise does not half-close the fingers before they reach the ball,
+and a closed hand stays closed without the policy holding it so.
 
-Observation (59): the hand's position (3), yaw as sin, cos (2), the wrist's velocities (4) and its servo targets
-minus its joints (4), finger joint angles (12) and velocities x 0.1 (12), the ball's position (3) and velocity (3),
-the ball minus the grip point (3: where the ball's centre sits in the open hand lowered around it, 9.5 cm under
-the hand) and its tanh at 5 cm (3), the target (3), target minus ball (3),
-and which fingertips touch the ball (4: f1, f2, f3, thumb, from the engine's contacts).
+Observation (71): the hand's position (3), yaw as sin, cos (2), the wrist's velocities (4), the servos' targets
+minus their joints (16), finger joint angles (12) and velocities x 0.1 (12), the ball's position (3) and velocity
+(3), the ball minus the grip point (3: where the ball's centre sits in the open hand lowered around it, 9.5 cm
+under the hand) and its tanh at 5 cm (3), the target (3), target minus ball (3), and which fingertips touch the
+ball (4: f1, f2, f3, thumb, from the engine's contacts).
 
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
 term: paid every step the hand stays at the ball; highest with the open hand around it, ready to close), 0.5 while
@@ -25,12 +27,13 @@ the table); `hit`, 10 when the ball's centre comes within 5 cm of the target; `c
 
 Reset: the hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15,
 0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. Training curricula (shares of
-episodes, 0 as registered; the PPO preset trains with `start_in_hand=0.2 start_over=0.2 start_held=0.15`,
-`--env-options` to change them; evaluation runs the task as registered): `start_in_hand`, the open hand lowered
-around the ball, its palm over it and the fingers ready to close; `start_over`, the same hand straight over the
-ball, up to 12 cm higher (between the in-hand and the registered heights); `start_held`, the ball already held in the closed hand 10-20 cm over the table (a reverse curriculum: the end of a grasp first).
-The table is a tray whose rim (6 cm high, 71 cm square inside) keeps a knocked ball within reach; the episode ends
-when the ball leaves it (its centre more than 0.4 m out along x or y), else after 1,000 steps (20 s).
+episodes, 0 as registered; the PPO preset trains with `start_in_hand=0.2 start_over=0.2 start_held=0.15`, `--env-options`
+to change them; evaluation runs the task as registered): `start_in_hand`, the open hand lowered around the
+ball, its palm over it and the fingers ready to close; `start_over`, the same hand straight over the ball, up to 12
+cm higher (between the in-hand and the registered heights); `start_held`, the ball already held in the closed hand
+10-20 cm over the table with the servos at the scripted grasp's targets (a reverse curriculum: the end of a grasp
+first). The table is a tray whose rim (6 cm high, 71 cm square inside) keeps a knocked ball within reach; the
+episode ends when the ball leaves it (its centre more than 0.4 m out along x or y), else after 1,000 steps (20 s).
 
 Success measures: targets reached per episode (`targets/reached`) and the seconds the ball was held off the table
 (`ball/held_s`: its bottom 2 cm or more above the table, clear of the rim, with the thumb and a finger on it).
@@ -63,8 +66,13 @@ HELD_FINGERS = (0.1155, 0.6991, 0.4567, 0.1287, 0.6869, 0.4534, 0.1155, 0.6991, 
 HELD_BALL = (-0.0019, 0.0, -0.0386)
 HELD_HEIGHT = (0.1, 0.2)  # m: the hand body's height over the table in a held start
 LIFT_HEIGHT = 0.02  # m: the ball's bottom this far over the table counts as lifted
-WRIST_STEP = (0.01, 0.01, 0.01, 0.05)  # m, m, m, rad per control step at full command
-WRIST_LEAD = (0.04, 0.04, 0.04, 0.2)  # the most a wrist servo's target may lead its joint
+# the servo targets where the scripted grasp closes the digits on the ball (f1, f2, f3: mcp, pip, dip; the thumb:
+# opposition, mcp, ip): a held start keeps them
+HELD_TARGETS = (0.9, 0.9, 0.5, 0.9, 0.9, 0.5, 0.9, 0.9, 0.5, 0.0, 0.9, 0.9)
+# per control step at full command: the wrist's x, y, z (m) and yaw (rad), then each finger joint (rad); and the
+# most each servo's target may lead its joint (a finger closed on the ball: 0.6 rad, its servo's force limit)
+STEP = (0.01, 0.01, 0.01, 0.05) + (0.05,) * 12
+LEAD = (0.04, 0.04, 0.04, 0.2) + (0.6,) * 12
 
 
 class Grasp(TargetTask):
@@ -117,14 +125,12 @@ class Grasp(TargetTask):
         lo, hi = np.asarray(m.actuator_ctrlrange, np.float64).T
         self._mid, self._half = jnp.asarray((lo + hi) / 2, self.dtype), jnp.asarray((hi - lo) / 2, self.dtype)
         self._action_space = Box(-np.ones(m.nu), np.ones(m.nu), (m.nu,), self.dtype)
-        self._wrist_step = jnp.asarray(WRIST_STEP, self.dtype)
-        self._wrist_lead = jnp.asarray(WRIST_LEAD, self.dtype)
+        self._step = jnp.asarray(STEP, self.dtype)
+        self._lead = jnp.asarray(LEAD, self.dtype)
 
     def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
-        wrist = integrate(data.ctrl[:4], data.qpos[:4], action[:4], self._wrist_step, self._wrist_lead)
-        wrist = jnp.clip(wrist, self._mid[:4] - self._half[:4], self._mid[:4] + self._half[:4])
-        fingers = self._mid[4:] + self._half[4:] * action[4:]
-        return super().pipeline_step(data, jnp.concatenate([wrist, fingers]))
+        targets = integrate(data.ctrl, data.qpos[:16], action, self._step, self._lead)
+        return super().pipeline_step(data, jnp.clip(targets, self._mid - self._half, self._mid + self._half))
 
     # -- what the task reads --
 
@@ -173,7 +179,7 @@ class Grasp(TargetTask):
                 data.xpos[self._hand],
                 jnp.stack([jnp.sin(q[3]), jnp.cos(q[3])]),
                 v[:4],
-                data.ctrl[:4] - q[:4],
+                data.ctrl - q[:16],
                 q[4:16],
                 0.1 * v[4:16],
                 ball,
@@ -242,8 +248,12 @@ class Grasp(TargetTask):
     def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:
         state = super().reset_to(qpos, qvel)
         data = state.physics
-        hold = jnp.clip(data.qpos[:16], self._mid - self._half, self._mid + self._half)  # the servos hold the pose
-        return state.replace(physics=data.replace(ctrl=hold))
+        # the servos hold the pose; digits closed on the ball (a held start) keep the grasp's targets
+        closed = data.qpos[5] > 0.3  # f1's pip: 0 open, 0.7 in HELD_FINGERS
+        fingers = jnp.where(closed, jnp.asarray(HELD_TARGETS, self.dtype), data.qpos[4:16])
+        hold = jnp.clip(jnp.concatenate([data.qpos[:4], fingers]), self._mid - self._half, self._mid + self._half)
+        state = state.replace(physics=data.replace(ctrl=hold))
+        return state.replace(obs=self.observation(state.physics))
 
     # -- the time the ball was held, an episode's success measure beside the targets --
 

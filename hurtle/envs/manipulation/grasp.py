@@ -18,16 +18,17 @@ ball (4: f1, f2, f3, thumb, from the engine's contacts).
 
 Reward terms: `reach`, 0.5 x (1 - tanh(d / 10 cm)), d the grip point's distance to the ball (robosuite's reaching
 term: paid every step the hand stays at the ball; highest with the open hand around it, ready to close), 0.5 while
-the ball is grasped (below); `touch`, 0.25 per fingertip touching the ball (the thumb and the fingers alike, 1 with
+the ball is grasped (below); `touch`, 0.1 per fingertip touching the ball (the thumb and the fingers alike, 0.4 with
 all four) while the ball is clear of the tray's rim (a ball pinned against a wall pays nothing); `lift`, while the
-thumb and a finger touch the ball (`grasped`) and it is clear of the tray's rim, its bottom's height over the table
-over 2 cm, at most 1 (1 while `held`, below: graded so that the first millimetres of a lift pay); `carry`, while
-the ball is held, 2 x its velocity towards the target (m/s, capped at 1: nothing for pushing or knocking it along
-the table); `hit`, 10 when the ball's centre comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
+thumb and a finger touch the ball (`grasped`) and it is clear of the tray's rim, 3 x its bottom's height over the
+table over 2 cm, at most 3 (3 while `held`, below: graded so that the first millimetres of a lift pay; it outweighs
+touching a ball left on the table several times over); `carry`, while the ball is held, 2 x its velocity towards
+the target (m/s, capped at 1: nothing for pushing or knocking it along the table); `hit`, 10 when the ball's centre
+comes within 5 cm of the target; `ctrl`, minus 1e-3 |action|^2.
 
 Reset: the hand 25 cm up, open, over a random place; the ball at rest on the table uniform over x, y in [-0.15,
 0.15] m; targets uniform over x, y in [-0.15, 0.15] and 10-30 cm above the table. Training curricula (shares of
-episodes, 0 as registered; the PPO preset trains with `start_in_hand=0.2 start_over=0.2 start_held=0.15`, `--env-options`
+episodes, 0 as registered; the PPO preset trains with `start_in_hand=0.2 start_over=0.2 start_held=0.2`, `--env-options`
 to change them; evaluation runs the task as registered): `start_in_hand`, the open hand lowered around the
 ball, its palm over it and the fingers ready to close; `start_over`, the same hand straight over the ball, up to 12
 cm higher (between the in-hand and the registered heights); `start_held`, the ball already held in the closed hand
@@ -88,8 +89,8 @@ class Grasp(TargetTask):
         self,
         xml: str | os.PathLike | None = None,
         reach_weight: float = 0.5,
-        touch_weight: float = 0.25,
-        lift_weight: float = 1.0,
+        touch_weight: float = 0.1,
+        lift_weight: float = 3.0,
         carry_weight: float = 2.0,
         ctrl_cost_weight: float = 1e-3,
         start_in_hand: float = 0.0,

@@ -3,9 +3,14 @@
 A task is a small subclass: its model file (`xml_path`), `n_frames` physics steps per environment step,
 and three functions of the physics `Data`: `observation(data)`, `reward_terms(before, after, action)`
 (a dict; the reward is their sum and each is logged as `metrics["reward/<term>"]`) and
-`terminated(data)`. Optionally `reset_state(key) -> (qpos, qvel)` for a random start.
+`terminated(data)`. Optionally `reset_state(key) -> (qpos, qvel)` (or `(qpos, qvel, ctrl)`) for a random
+start, `control(data, action)` where the action is not the actuators' `ctrl` itself (changes to servo targets,
+offsets from a pose), and `advance(state, after, action)` for what a step does beside the physics (targets that
+move when reached, counters): a host engine that steps the physics itself (`hurtle.hostenvs.MujocoEnv`, MuJoCo C)
+replays the same three, so every task runs unchanged there.
 
-The action is the actuators' `ctrl` (the physics clamps it to `ctrlrange`). The model is an attribute,
+The action is the actuators' `ctrl` (the physics clamps it to `ctrlrange`) unless `control` says otherwise. The
+model is an attribute,
 `env.model`; `with_model(m)` returns a copy that simulates `m`, which is how `DomainRandomization`
 steps a batch of randomised models.
 """
@@ -83,9 +88,25 @@ class PhysicsEnv(Env):
         """Whether the episode ends in this state (never, unless overridden)."""
         return jnp.zeros((), bool)
 
-    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """The initial `(qpos, qvel)`: the model's `qpos0` at rest unless overridden."""
+    def reset_state(self, key: jax.Array) -> tuple[jax.Array, ...]:
+        """The initial `(qpos, qvel)`, or `(qpos, qvel, ctrl)` where a start sets the actuators' controls too
+        (`start_ctrl(qpos)` otherwise): the model's `qpos0` at rest unless overridden."""
         return jnp.asarray(self.model.qpos0, self.dtype), jnp.zeros(self.model.nv, self.dtype)
+
+    def start_ctrl(self, qpos: jax.Array) -> jax.Array:
+        """The actuators' `ctrl` at a start with positions `qpos` when none is given: zero unless overridden
+        (a task whose servos hold the start pose returns it)."""
+        return jnp.zeros(self.model.nu, self.dtype)
+
+    def initial(self, key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """`reset_state(key)` as `(qpos, qvel, ctrl)`, the controls from `start_ctrl` where it gives none."""
+        qpos, qvel, *ctrl = self.reset_state(key)
+        return qpos, qvel, (ctrl[0] if ctrl else self.start_ctrl(jnp.asarray(qpos).astype(self.dtype)))
+
+    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
+        """The actuators' `ctrl` for `action` in the state `data`: the action itself unless overridden (actions
+        that change servo targets, `data.ctrl`, or offset a pose)."""
+        return action
 
     def sensor(self, data: hp.Data, name: str) -> jax.Array:
         """The values of the model's sensor `name` in `data` (MuJoCo's layout; `hurtle.physics.read_sensor`),
@@ -111,19 +132,31 @@ class PhysicsEnv(Env):
         return self._observation_space
 
     def reset(self, key: jax.Array) -> State:
-        return self.reset_to(*self.reset_state(key))
+        return self.begin(self.reset_to(*self.initial(key)), key)
 
-    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:
-        """Start from the given positions and velocities (zero if omitted); derived quantities are computed
-        by `forward` and the observation from them."""
+    def begin(self, state: State, key: jax.Array) -> State:
+        """What a reset does beside starting the physics (place a target, zero a counter), given the started
+        `state` and the reset's `key`: nothing unless overridden. It changes no physics field but the mocap
+        bodies' poses, so a host engine replays it on its own start."""
+        return state
+
+    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None, ctrl: jax.Array | None = None) -> State:
+        """Start from the given positions, velocities (zero if omitted) and controls (`start_ctrl(qpos)` if
+        omitted); derived quantities are computed by `forward` and the observation from them."""
         m = self.model
         qpos = jnp.asarray(qpos).astype(self.dtype)
         qvel = jnp.zeros(m.nv, self.dtype) if qvel is None else jnp.asarray(qvel).astype(self.dtype)
-        if qpos.shape != (m.nq,) or qvel.shape != (m.nv,):
+        ctrl = self.start_ctrl(qpos) if ctrl is None else jnp.asarray(ctrl).astype(self.dtype)
+        if qpos.shape != (m.nq,) or qvel.shape != (m.nv,) or ctrl.shape != (m.nu,):
             raise ValueError(
-                f"{type(self).__name__}.reset_to: qpos {qpos.shape} and qvel {qvel.shape}, expected ({m.nq},) and ({m.nv},)"
+                f"{type(self).__name__}.reset_to: qpos {qpos.shape}, qvel {qvel.shape} and ctrl {ctrl.shape}, "
+                f"expected ({m.nq},), ({m.nv},) and ({m.nu},)"
             )
-        data = hp.forward(m, hp.make_data(m).replace(qpos=qpos, qvel=qvel))
+        return self.start(hp.forward(m, hp.make_data(m).replace(qpos=qpos, qvel=qvel, ctrl=ctrl)))
+
+    def start(self, data: hp.Data) -> State:
+        """The first state of an episode in the physics state `data` (derived quantities computed): its
+        observation, zero reward and zero reward terms."""
         # the terms' names and dtypes, evaluated on a zero action; the values are discarded
         terms = self.reward_terms(data, data, jnp.zeros(self.action_space.shape, self.dtype))
         metrics = {f"reward/{k}": jnp.zeros_like(v) for k, v in terms.items()}
@@ -138,8 +171,13 @@ class PhysicsEnv(Env):
 
     def step(self, state: State, action: jax.Array) -> State:
         action = self.action_space.check(action, type(self).__name__)
+        return self.advance(state, self.pipeline_step(state.physics, self.control(state.physics, action)), action)
+
+    def advance(self, state: State, after: hp.Data, action: jax.Array) -> State:
+        """The step from `state` under `action` whose physics ended in `after`: the reward's terms, the
+        observation, termination and metrics. Tasks that do more per step (move a reached target, count) extend
+        it; it changes no physics field but the mocap bodies' poses (a host engine writes those back)."""
         before = state.physics
-        after = self.pipeline_step(before, action)
         terms = self.reward_terms(before, after, action)
         reward = sum(terms.values(), jnp.zeros((), self.dtype))
         if self._smooth:

@@ -76,9 +76,11 @@ class TargetTask(PhysicsEnv):
     def _place(self, data: hp.Data, pos: jax.Array) -> hp.Data:
         return data.replace(mocap_pos=data.mocap_pos.at[self._target_mocap].set(pos.astype(data.mocap_pos.dtype)))
 
-    def reset(self, key: jax.Array) -> State:
-        k_state, k_target, k_next = jax.random.split(key, 3)
-        state = super().reset(k_state)
+    def initial(self, key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        return super().initial(jax.random.split(key, 3)[0])
+
+    def begin(self, state: State, key: jax.Array) -> State:
+        _, k_target, k_next = jax.random.split(key, 3)
         data = self._place(state.physics, self.sample_target(k_target, state.physics))
         zero = jnp.zeros((), self.dtype)
         counts = {"targets/reached": zero, "targets/time": zero}
@@ -91,15 +93,16 @@ class TargetTask(PhysicsEnv):
             metrics={**state.metrics, "reward/hit": zero, **counts},
         )
 
-    def step(self, state: State, action: jax.Array) -> State:
-        new = super().step(state, action)
+    def advance(self, state: State, after: hp.Data, action: jax.Array) -> State:
+        new = super().advance(state, after, action)
         data = new.physics
         before = state.info["targets"]
         hit = jnp.linalg.norm(self.to_target(data)) < self.hit_radius
         elapsed = before["targets/time"] + self.dt
         late = ~hit & (elapsed >= self.target_timeout - 0.5 * self.dt) if self.target_timeout else jnp.zeros((), bool)
         key, sub = jax.random.split(state.info["target_key"])
-        data = jax.lax.cond(hit | late, lambda d: self._place(d, self.sample_target(sub, d)), lambda d: d, data)
+        # (a select of the target alone: a branch over the whole `data` would read every physics field)
+        data = self._place(data, jnp.where(hit | late, self.sample_target(sub, data), self.target(data)))
         bonus = jnp.where(hit, self.hit_bonus, 0.0).astype(self.dtype)
         reached = before["targets/reached"] + hit.astype(self.dtype)
         missed = before.get("targets/missed", 0.0) + late.astype(self.dtype)

@@ -1,9 +1,11 @@
 """hurtle's physics tasks stepped by MuJoCo C: `mujoco.batch.Batch` on host threads, the task's own definition.
 
 A `PhysicsEnv` defines its observation, reward terms, termination and reset distribution as JAX functions of
-the physics `Data`. `MujocoEnv` steps the task's MJCF model with MuJoCo C (`mujoco.batch.Batch`: one thread
-pool, the GIL released, bit-identical at any thread count) and evaluates those same functions, jitted and
-batched on the host CPU, over a `Data` whose fields are read from the batch. No second copy of a task in
+the physics `Data`, and what a step or reset does beside the physics (`control`: the action's `ctrl`;
+`advance`: targets moved when reached, counters; `begin`). `MujocoEnv` steps the task's MJCF model with MuJoCo C
+(`mujoco.batch.Batch`: one thread pool, the GIL released, bit-identical at any thread count) and evaluates those
+same functions, jitted and batched on the host CPU, over a `Data` whose fields are read from the batch (the
+mocap bodies' poses a task sets, its targets, written back). No second copy of a task in
 numpy: which fields a task reads is found by tracing its functions once, and only those are copied each
 step. A task that reads a field MuJoCo C does not give in hurtle's layout (the contact list, the solver's
 rows) is refused by name.
@@ -98,9 +100,10 @@ class MujocoEnv(HostEnv):
         self._cpu = jax.local_devices(backend="cpu")[0]
         with jax.default_device(self._cpu):
             self._build(task, nthread)
-        self._state_fields = {n: self.batch.bind(n) for n in ("qpos", "qvel", "ctrl")}
+        self._state_fields = {n: self.batch.bind(n) for n in ("qpos", "qvel", "ctrl", *self._written)}
         self._keys = None
         self._before = None
+        self._task_state = None
         self._warnings = self._unstable_counts()
 
     def _unstable_counts(self) -> np.ndarray:
@@ -109,10 +112,37 @@ class MujocoEnv(HostEnv):
     def _build(self, task: PhysicsEnv, nthread: int) -> None:
         template = hp.make_data(task.model)
         action = jnp.zeros(task.action_space.shape, task.dtype)
-        obs_f, term_f = (fields_read(f, template)[0] for f in (task.observation, task.terminated))
-        before_f, after_f = fields_read(lambda b, a: task.reward_terms(b, a, action), template, template)
-        self._before_names = sorted(before_f)
-        self._after_names = sorted(obs_f | term_f | after_f | before_f | {"qpos", "qvel"})
+        key = jax.random.PRNGKey(0)
+        # a task state's structure (its info and metrics: target keys, counters), the physics apart
+        shapes = jax.eval_shape(lambda: task.begin(task.start(template), key))
+        blank = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes.replace(physics=None))
+        blank = blank.replace(physics=template)
+        # the task's step and reset change no physics field but the mocap bodies' poses (its targets): those
+        # are written back to the simulations
+        self._written = ["mocap_pos", "mocap_quat"] if task.model.nmocap else []
+
+        def data(fields):
+            return template.replace(**fields)
+
+        def written(state):
+            return {name: getattr(state.physics, name) for name in self._written}
+
+        def advance(before, info, metrics, after, action):
+            new = task.advance(blank.replace(physics=before, info=info, metrics=metrics), after, action)
+            return new.obs, new.reward, new.done, new.info, new.metrics, written(new)
+
+        def begin(started, key):
+            state = task.begin(task.start(started), key)
+            return state.obs, state.info, state.metrics, written(state)
+
+        # what each reads (its outputs less the physics passed through)
+        control_f = fields_read(lambda d: task.control(d, action), template)[0]
+        start_f = fields_read(lambda d: begin(d, key), template)[0]
+        before_f, after_f = fields_read(
+            lambda b, a: advance(b, blank.info, blank.metrics, a, action), template, template
+        )
+        self._before_names = sorted(before_f | control_f | set(self._written))
+        self._after_names = sorted(after_f | start_f | set(self._before_names) | {"qpos", "qvel"})
         self.mj_model = _compile(task)
         # fields of mj_rnePostConstraint: run per simulation on a copy of its MjData (a persistent batch
         # keeps each one), ~6 us per environment step against ant's ~250 us of stepping
@@ -134,22 +164,14 @@ class MujocoEnv(HostEnv):
                 )
             self._bound[name] = (array, shape)
 
-        def data(fields):
-            return template.replace(**fields)
-
-        def transition(before, after, action):
-            b, a = data(before), data(after)
-            terms = task.reward_terms(b, a, action)
-            reward = sum(terms.values(), jnp.zeros((), task.dtype))
-            return task.observation(a), reward, task.terminated(a), terms
-
-        def reset_state(keys):
+        def initial(keys):
             keys, sub = jax.vmap(jax.random.split, out_axes=1)(keys)
-            return keys, jax.vmap(task.reset_state)(sub)
+            return keys, sub, jax.vmap(task.initial)(sub)
 
-        self._transition = jax.jit(jax.vmap(transition))
-        self._observe = jax.jit(jax.vmap(lambda after: task.observation(data(after))))
-        self._reset_state = jax.jit(reset_state)
+        self._control = jax.jit(jax.vmap(lambda before, action: task.control(data(before), action)))
+        self._advance = jax.jit(jax.vmap(lambda b, info, m, a, action: advance(data(b), info, m, data(a), action)))
+        self._begin = jax.jit(jax.vmap(lambda fields, key: begin(data(fields), key)))
+        self._initial = jax.jit(initial)
 
     def _read(self, names) -> dict[str, np.ndarray]:
         out = {}
@@ -169,23 +191,35 @@ class MujocoEnv(HostEnv):
         return out
 
     def _restart(self, ids: np.ndarray) -> np.ndarray:
-        """Reset the environments `ids` from the task's reset distribution; every environment's observation."""
+        """Start the environments `ids` afresh as the task's `reset` does (its `initial` state, MuJoCo C's
+        `forward`, the task's `begin`); every environment's observation."""
         with jax.default_device(self._cpu):
-            self._keys, (qpos, qvel) = self._reset_state(self._keys)
+            self._keys, keys, start = jax.device_get(self._initial(self._keys))
         self.batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
-        self._state_fields["qpos"][ids] = np.asarray(qpos)[ids]
-        self._state_fields["qvel"][ids] = np.asarray(qvel)[ids]
+        for name, value in zip(("qpos", "qvel", "ctrl"), start):
+            self._state_fields[name][ids] = np.asarray(value)[ids]
         self.batch.forward(ids)
         self._warnings = self._unstable_counts()
         after = self._read(self._after_names)
         with jax.default_device(self._cpu):
-            obs = np.asarray(self._observe(after))
+            obs, info, metrics, written = jax.device_get(self._begin(after, keys))
+        self._write(written, after, ids)
         self._counter.reset(ids)
         if self._before is None:
             self._before = {name: after[name] for name in self._before_names}
+            self._task_state = jax.tree.map(np.array, (info, metrics))
         for name in self._before_names:
             self._before[name][ids] = after[name][ids]
-        return obs
+        for mine, new in zip(jax.tree.leaves(self._task_state), jax.tree.leaves((info, metrics))):
+            mine[ids] = new[ids]
+        return np.asarray(obs)
+
+    def _write(self, written: dict[str, np.ndarray], after: dict[str, np.ndarray], ids) -> None:
+        """Write the mocap poses the task set (a target placed or moved) into the simulations `ids` and `after`."""
+        for name, value in written.items():
+            self._state_fields[name][ids] = value[ids]
+            after[name] = after[name].copy()
+            after[name][ids] = value[ids]
 
     def reset(self, seed: int) -> np.ndarray:
         self._keys = np.asarray(jax.random.split(jax.random.PRNGKey(seed), self.num_envs))
@@ -199,14 +233,17 @@ class MujocoEnv(HostEnv):
     def step(self, action: np.ndarray) -> HostStep:
         if self._keys is None or self.batch is None:
             raise RuntimeError(f"{self.name}: " + ("closed" if self.batch is None else "call reset(seed) before step"))
-        action = self._check_action(action)
-        self._state_fields["ctrl"][:] = action
+        action = self._check_action(action).astype(self.dtype)
+        with jax.default_device(self._cpu):
+            self._state_fields["ctrl"][:] = np.asarray(self._control(self._before, action))
         self.batch.step(nstep=self.task.n_frames)
         after = self._read(self._after_names)
         with jax.default_device(self._cpu):
-            obs, reward, terminated, terms = jax.device_get(
-                self._transition(self._before, after, action.astype(self.dtype))
+            obs, reward, terminated, info, task_metrics, written = jax.device_get(
+                self._advance(self._before, *self._task_state, after, action)
             )
+        self._write(written, after, slice(None))
+        self._task_state = jax.tree.map(np.array, (info, task_metrics))
         counts = self._unstable_counts()
         unstable, self._warnings = counts != self._warnings, counts
         obs, reward, terminated, bad = guard_nonfinite(
@@ -218,7 +255,8 @@ class MujocoEnv(HostEnv):
             bad=unstable,
         )
         truncated, metrics = self._counter.add(reward, terminated)
-        metrics.update({f"reward/{k}": np.where(bad, 0, v) for k, v in terms.items()}, nan_resets=bad.astype(np.int32))
+        task_metrics = {k: np.where(bad, 0, v) if k.startswith("reward/") else v for k, v in task_metrics.items()}
+        metrics.update(task_metrics, nan_resets=bad.astype(np.int32))
         self._before = {name: after[name] for name in self._before_names}
         final_obs = obs
         ended = np.nonzero(terminated | truncated)[0]

@@ -95,3 +95,36 @@ def test_refuses_what_it_cannot_step():
     with pytest.raises(ValueError, match=r"hopper: action has shape \(3,\), expected \(2, 3\)"):
         env.step(np.zeros(3))
     assert isinstance(env.task, PhysicsEnv)
+
+
+def test_a_target_task_is_replayed_whole():
+    """ur5e_reach on MuJoCo C: its actions change the servos' targets (`control`), the reset places a target
+    (`begin`) and every step here reaches and moves it (`advance`, a 10 m hit radius), with the hit bonus and the
+    task's counters: each step equals the JAX task's from the same reset key."""
+    from hurtle.envs.manipulation.ur5e import UR5eReach
+
+    class EveryStepHits(UR5eReach):
+        hit_radius = 10.0
+
+    n, seed = 2, 3
+    task = EveryStepHits(xml=registry.make("ur5e_reach").unwrapped.xml)
+    env = MujocoEnv(task, n, nthread=1)
+    obs0 = env.reset(seed=seed)
+    # the host draws each environment's reset key as below (a split per restart)
+    keys = jax.vmap(jax.random.split, out_axes=1)(jax.random.split(jax.random.PRNGKey(seed), n))[1]
+    states = jax.vmap(task.reset)(keys)
+    np.testing.assert_allclose(obs0, states.obs, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(env.batch.bind("mocap_pos"), states.physics.mocap_pos, rtol=0, atol=0)
+    step = jax.jit(jax.vmap(task.step))
+    rng = np.random.default_rng(0)
+    for t in range(4):
+        action = rng.uniform(-1, 1, (n, 6))
+        host = env.step(action)
+        states = step(states, jnp.asarray(action))
+        np.testing.assert_allclose(host.final_obs, states.obs, rtol=1e-7, atol=1e-7, err_msg=f"step {t}")
+        np.testing.assert_allclose(host.reward, states.reward, rtol=1e-7, atol=1e-7)
+        np.testing.assert_allclose(env.batch.bind("ctrl"), states.physics.ctrl, rtol=1e-9, atol=1e-9)
+        np.testing.assert_array_equal(env.batch.bind("mocap_pos"), states.physics.mocap_pos)
+        np.testing.assert_array_equal(host.metrics["targets/reached"], np.full(n, t + 1.0))
+        np.testing.assert_array_equal(host.metrics["reward/hit"], np.full(n, task.hit_bonus))
+    assert not host.ended.any()

@@ -68,8 +68,8 @@ class Fetch(TargetTask):
         self._stand = jnp.asarray(STAND, self.dtype)
         self._action_space = Box(-np.ones(12), np.ones(12), (12,), self.dtype)
 
-    def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
-        return super().pipeline_step(data, self._stand + self.action_scale * action)
+    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
+        return self._stand + self.action_scale * action
 
     # -- the target: the torso's place on the floor --
 
@@ -132,6 +132,5 @@ class Fetch(TargetTask):
         joints = self._stand + jax.random.uniform(k_joints, (12,), self.dtype, -0.1, 0.1)
         return jnp.concatenate([root, joints]), jnp.zeros(self.model.nv, self.dtype)
 
-    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None):
-        state = super().reset_to(qpos, qvel)
-        return state.replace(physics=state.physics.replace(ctrl=state.physics.qpos[7:]))  # the servos hold the pose
+    def start_ctrl(self, qpos: jax.Array) -> jax.Array:
+        return qpos[7:]  # the servos hold the pose

@@ -129,9 +129,14 @@ class Grasp(TargetTask):
         self._step = jnp.asarray(STEP, self.dtype)
         self._lead = jnp.asarray(LEAD, self.dtype)
 
-    def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
-        targets = integrate(data.ctrl, data.qpos[:16], action, self._step, self._lead)
-        return super().pipeline_step(data, jnp.clip(targets, self._mid - self._half, self._mid + self._half))
+    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
+        return self._in_range(integrate(data.ctrl, data.qpos[:16], action, self._step, self._lead))
+
+    def _in_range(self, ctrl: jax.Array) -> jax.Array:
+        return jnp.clip(ctrl, self._mid - self._half, self._mid + self._half)
+
+    def start_ctrl(self, qpos: jax.Array) -> jax.Array:
+        return self._in_range(qpos[:16])  # the servos hold the start pose
 
     # -- what the task reads --
 
@@ -213,7 +218,7 @@ class Grasp(TargetTask):
         away = jnp.max(jnp.abs(self.ball(data)[:2])) > 0.4  # out of the tray
         return away | ~jnp.all(jnp.isfinite(data.qpos))
 
-    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def reset_state(self, key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         k_hand, k_ball, k_start, k_height, k_over = jax.random.split(key, 5)
         m = self.model
         dt = self.dtype
@@ -244,26 +249,19 @@ class Grasp(TargetTask):
             .set(body + jnp.asarray(HELD_BALL, dt))
         )
         qpos = jnp.stack([around, over, in_fist, registered])[start]
-        return qpos, jnp.zeros(m.nv, dt)
-
-    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None) -> State:
-        state = super().reset_to(qpos, qvel)
-        data = state.physics
-        # the servos hold the pose; digits closed on the ball (a held start) keep the grasp's targets
-        closed = data.qpos[5] > 0.3  # f1's pip: 0 open, 0.7 in HELD_FINGERS
-        fingers = jnp.where(closed, jnp.asarray(HELD_TARGETS, self.dtype), data.qpos[4:16])
-        hold = jnp.clip(jnp.concatenate([data.qpos[:4], fingers]), self._mid - self._half, self._mid + self._half)
-        state = state.replace(physics=data.replace(ctrl=hold))
-        return state.replace(obs=self.observation(state.physics))
+        # the servos hold the start pose; the digits closed on the ball (a held start) keep the grasp's targets
+        held = jnp.concatenate([in_fist[:4], jnp.asarray(HELD_TARGETS, dt)])
+        ctrl = jnp.where(start == 2, self._in_range(held), self.start_ctrl(qpos))
+        return qpos, jnp.zeros(m.nv, dt), ctrl
 
     # -- the time the ball was held, an episode's success measure beside the targets --
 
-    def reset(self, key: jax.Array) -> State:
-        state = super().reset(key)
+    def begin(self, state: State, key: jax.Array) -> State:
+        state = super().begin(state, key)
         zero = jnp.zeros((), self.dtype)
         return state.replace(info={**state.info, "held_s": zero}, metrics={**state.metrics, "ball/held_s": zero})
 
-    def step(self, state: State, action: jax.Array) -> State:
-        new = super().step(state, action)
+    def advance(self, state: State, after: hp.Data, action: jax.Array) -> State:
+        new = super().advance(state, after, action)
         held = state.info["held_s"] + self.dt * self.held(new.physics).astype(self.dtype)
         return new.replace(info={**new.info, "held_s": held}, metrics={**new.metrics, "ball/held_s": held})

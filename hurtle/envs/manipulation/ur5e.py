@@ -91,13 +91,11 @@ class UR5eTask(TargetTask):
         self._home = jnp.asarray(self.home, self.dtype)
         self._action_space = Box(-np.ones(6), np.ones(6), (6,), self.dtype)
 
-    def pipeline_step(self, data: hp.Data, action: jax.Array) -> hp.Data:
-        return super().pipeline_step(data, integrate(data.ctrl, data.qpos[:6], action, self.joint_step, self.lead))
+    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
+        return integrate(data.ctrl, data.qpos[:6], action, self.joint_step, self.lead)
 
-    def reset_to(self, qpos: jax.Array, qvel: jax.Array | None = None):
-        state = super().reset_to(qpos, qvel)
-        data = state.physics
-        return state.replace(physics=data.replace(ctrl=data.qpos[:6]))  # the servos hold the start pose
+    def start_ctrl(self, qpos: jax.Array) -> jax.Array:
+        return qpos[:6]  # the servos hold the start pose
 
     def tool(self, data: hp.Data) -> jax.Array:
         return data.site_xpos[self._tool]

@@ -69,8 +69,12 @@ def test_spaces_and_errors(tmp_path):
     assert env.observation_size == 8 and env.action_size == 2 and env.dt == pytest.approx(0.02)
     with pytest.raises(ValueError, match=r"expected \(2,\)"):
         env.step(None, jnp.zeros(3))
-    with pytest.raises(ValueError, match=r"expected \(2,\) and \(2,\)"):
+    with pytest.raises(
+        ValueError, match=r"qpos \(3,\), qvel \(2,\) and ctrl \(2,\), expected \(2,\), \(2,\) and \(2,\)"
+    ):
         env.reset_to(np.zeros(3))
+    with pytest.raises(ValueError, match=r"ctrl \(3,\), expected \(2,\), \(2,\) and \(2,\)"):
+        env.reset_to(np.zeros(2), ctrl=np.zeros(3))
     with pytest.raises(ValueError, match="no model file"):
         type("NoModel", (PhysicsEnv,), {})()
     with pytest.raises(FileNotFoundError, match="missing.xml"):

@@ -143,8 +143,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # 50 Hz control: a longer horizon
     "fetch": _target_task(6_016_000, 1000, discount=0.99),
     # the training episodes start 20% with the open hand around the ball, 20% with it straight over the ball and
-    # 20% with the ball held (evaluation: the registered resets); in 30 minutes (1.16M steps) the first short lifts
-    # clear of the tray, 0.2 s held per episode, no carry yet (RESULTS.md, "grasp, session 46")
+    # 20% with the ball held (evaluation: the registered resets); in 30 minutes (1.73M steps) the ball held 3.1 s
+    # per 20-s episode from the registered resets, no carry yet (RESULTS.md, "grasp, session 47")
     # 1,000-step episodes: 64 evaluation episodes every 20 iterations stepped as many environments as training
     # did, so 32 every 40 (a fifth of the steps)
     "grasp": _target_task(

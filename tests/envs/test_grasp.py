@@ -14,6 +14,7 @@ import pytest
 
 import hurtle.envs as envs
 import hurtle.physics as hp
+from hurtle.envs.manipulation.grasp import HELD_TARGETS
 from tests.physics import parity as P
 
 GRASP = os.path.join(os.path.dirname(envs.__file__), "manipulation", "assets", "grasp.xml")
@@ -147,6 +148,10 @@ def test_start_held_curriculum_holds_the_ball():
     s = jax.jit(env.reset)(jax.random.key(3))
     ball = np.asarray(task.ball(s.physics))
     assert 0.1 - 0.04 <= ball[2] <= 0.2 - 0.03
+    # the finger servos start at the scripted grasp's targets (not at the joints, which would let go), the wrist's
+    # at its joints
+    np.testing.assert_allclose(np.asarray(s.physics.ctrl)[4:], HELD_TARGETS, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(s.physics.ctrl)[:4], np.asarray(s.physics.qpos[:4]), rtol=0, atol=1e-6)
     ctrl = np.zeros(16)
     ctrl[:4] = np.asarray(s.physics.qpos[:4])
     ctrl[4:13] = [0.9, 0.9, 0.5] * 3

@@ -7,7 +7,7 @@ and three functions of the physics `Data`: `observation(data)`, `reward_terms(be
 start, `control(data, action)` where the action is not the actuators' `ctrl` itself (changes to servo targets,
 offsets from a pose), and `advance(state, after, action)` for what a step does beside the physics (targets that
 move when reached, counters): a host engine that steps the physics itself (`hurtle.hostenvs.MujocoEnv`, MuJoCo C)
-replays the same three, so every task runs unchanged there.
+replays these, with `initial` and `begin` for resets, so every task runs unchanged there.
 
 The action is the actuators' `ctrl` (the physics clamps it to `ctrlrange`) unless `control` says otherwise. The
 model is an attribute,

@@ -40,8 +40,8 @@ DEFAULT = ("cartpole:475", "inverted_pendulum:1000")
 # The locomotion suite's thresholds, fixed before any tuning against them, with where each comes from: Gymnasium's
 # registered `reward_threshold` where it has one that a published learner reaches; otherwise the mean return of
 # Stable-Baselines3's PPO after 1M steps in the RL Baselines3 Zoo benchmark (its `benchmark.md`: one run, the
-# deterministic policy, v3 tasks); SB3's SAC (2M steps) for humanoid, where the Zoo has no PPO. `--env ENV`
-# without a threshold takes it from here.
+# deterministic policy, v3 tasks); SB3's SAC (2M steps) for humanoid, where the Zoo has no PPO; CleanRL's PPO for the
+# two tasks the Zoo lacks (its docs: the mean final return over seeds). `--env ENV` without a threshold takes it from here.
 SUITE: dict[str, tuple[float, str]] = {
     "inverted_pendulum": (1000.0, "the time limit (Gymnasium's reward_threshold: 950)"),
     "inverted_double_pendulum": (9100.0, "Gymnasium's reward_threshold"),
@@ -52,6 +52,8 @@ SUITE: dict[str, tuple[float, str]] = {
     "walker2d": (3478.0, "RL Zoo, SB3 PPO, 1M steps (3,479)"),
     "ant": (1327.0, "RL Zoo, SB3 PPO, 1M steps (1,327)"),
     "humanoid": (6232.0, "RL Zoo, SB3 SAC, 2M steps (6,232)"),
+    # fixed in session 48, before any humanoidstandup run: the Zoo has no HumanoidStandup row
+    "humanoidstandup": (109326.0, "CleanRL's docs, ppo_continuous_action, 8M steps, HumanoidStandup-v4 (109,326)"),
     # Gymnasium's Pusher threshold (0) is above any return the task pays; the RL Zoo has no pusher row
     "pusher": (-40.38, "CleanRL's docs, ppo_continuous_action, 1M steps, Pusher-v4 (-40.38)"),
 }

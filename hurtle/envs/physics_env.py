@@ -100,7 +100,13 @@ class PhysicsEnv(Env):
 
     def initial(self, key: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """`reset_state(key)` as `(qpos, qvel, ctrl)`, the controls from `start_ctrl` where it gives none."""
-        qpos, qvel, *ctrl = self.reset_state(key)
+        start = tuple(self.reset_state(key))
+        if len(start) not in (2, 3):
+            raise ValueError(
+                f"{type(self).__name__}.reset_state returned {len(start)} values; it returns (qpos, qvel) or "
+                "(qpos, qvel, ctrl)"
+            )
+        qpos, qvel, *ctrl = start
         return qpos, qvel, (ctrl[0] if ctrl else self.start_ctrl(jnp.asarray(qpos).astype(self.dtype)))
 
     def control(self, data: hp.Data, action: jax.Array) -> jax.Array:

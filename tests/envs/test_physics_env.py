@@ -77,6 +77,9 @@ def test_spaces_and_errors(tmp_path):
         env.reset_to(np.zeros(2), ctrl=np.zeros(3))
     with pytest.raises(ValueError, match="no model file"):
         type("NoModel", (PhysicsEnv,), {})()
+    four = type("FourValues", (Reacher,), {"reset_state": lambda self, key: (*Reacher.reset_state(self, key), 0, 0)})
+    with pytest.raises(ValueError, match=r"FourValues.reset_state returned 4 values"):
+        four(xml=XML).reset(jax.random.key(0))
     with pytest.raises(FileNotFoundError, match="missing.xml"):
         Reacher(xml=str(tmp_path / "missing.xml"))
     assert Reacher(n_frames=5).dt == pytest.approx(0.05)

@@ -22,7 +22,9 @@ Gymnasium twin, e.g. HalfCheetah-v5, else hurtle's task on MuJoCo C), with their
 `--peer sbx sb3-sac sb3-ppo` also trains those peers (`run_peer`: SBX's SAC, Stable-Baselines3's SAC and PPO) on
 Gymnasium's MuJoCo C twin of each task, once per task and seed, with a deterministic 10-episode evaluation every
 `--peer-eval-every` env steps (left off the peer's clock: their time is the training's alone), on the same
-machine in the same run.
+machine in the same run. `--peer brax` trains Brax's PPO with Brax's published settings on Brax's own version of the
+task (`brax_train.py`, in Brax's virtualenv from `benchmarks/brax_venv.sh`; its evaluations on its clock, as hurtle's
+Anakin ones are).
 """
 
 from __future__ import annotations
@@ -137,7 +139,29 @@ def run(
     }
 
 
-PEERS = ("sbx", "sb3-sac", "sb3-ppo")
+PEERS = ("sbx", "sb3-sac", "sb3-ppo", "brax")
+
+
+BRAX_PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".brax", "bin", "python")
+
+
+def run_brax(env: str, threshold: float, seed: int, max_seconds: float | None, python: str = BRAX_PYTHON) -> dict:
+    """Brax's PPO with its published settings on Brax's own version of `env` (`brax_train.py`, in Brax's
+    virtualenv: `benchmarks/brax_venv.sh`), timed like `run`; `{"error": ...}` where it cannot run."""
+    import json
+    import subprocess
+
+    if not os.path.exists(python):
+        return {"error": f"no Brax interpreter at {python}: run benchmarks/brax_venv.sh"}
+    cmd = [python, os.path.join(os.path.dirname(__file__), "brax_train.py"), "--env", env]
+    cmd += ["--threshold", str(threshold), "--seed", str(seed)]
+    cmd += ["--max-seconds", str(max_seconds)] if max_seconds is not None else []
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    print(run.stdout, end="", flush=True)
+    result = next((line for line in run.stdout.splitlines() if line.startswith("RESULT ")), None)
+    if run.returncode or result is None:
+        return {"error": f"brax_train.py failed: {run.stderr.strip().splitlines()[-1:] or run.returncode}"}
+    return json.loads(result.removeprefix("RESULT "))
 
 
 def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int) -> dict:
@@ -148,6 +172,8 @@ def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: floa
     swimmer's 0.9999, `ZOO_PPO_GAMMA`); a deterministic 10-episode
     evaluation every `eval_every` env steps (observations normalised with the run's statistics), its time kept off
     the peer's clock (hurtle's runs count their own, batched on the device)."""
+    if peer == "brax":
+        return run_brax(env, threshold, seed, max_seconds)
     import gymnasium as gym
     import numpy as np
     from stable_baselines3.common.callbacks import BaseCallback
@@ -342,6 +368,9 @@ def main(argv=None) -> None:
                 peers_done.add((peer, env, seed))
                 r = run_peer(peer, env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
                 print(env, peer, seed, r, flush=True)
+                if peer == "brax":
+                    rows.append((f"Brax's {env} ({r.get('versions', 'Brax')})", "Brax ppo", float(threshold), seed, r))
+                    continue
                 name = {"sbx": "SBX sac", "sb3-sac": "SB3 sac", "sb3-ppo": "SB3 ppo"}[peer]
                 rows.append((f"{gym_id(env)} (MuJoCo C)", name, float(threshold), seed, r))
 

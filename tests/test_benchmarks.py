@@ -98,3 +98,21 @@ def test_brax_engine_plumbing(tmp_path):
     assert physics._mj_model(str(model), "full").opt.integrator == mujoco.mjtIntegrator.mjINT_RK4
     opt = physics._mj_model(str(model), "full", {"integrator": "euler", "iterations": 4}).opt
     assert opt.integrator == mujoco.mjtIntegrator.mjINT_EULER and opt.iterations == 4
+
+
+def test_brax_training_peer_plumbing(tmp_path):
+    """The Brax training peer runs in Brax's virtualenv: a missing interpreter is named with the script that
+    makes it; a worker that fails names its error; every task it runs has Brax's published settings."""
+    import training
+
+    err = training.run_brax("ant", 1327.0, 0, 10.0, python=str(tmp_path / "none" / "python"))["error"]
+    assert "brax_venv.sh" in err and str(tmp_path) in err
+    failing = tmp_path / "python"
+    failing.write_text("#!/bin/sh\necho 'ModuleNotFoundError: brax' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    assert "ModuleNotFoundError: brax" in training.run_brax("ant", 1327.0, 0, 10.0, python=str(failing))["error"]
+    import brax_train  # Brax itself is imported only in its main
+
+    assert set(brax_train.BRAX_PPO) <= set(training.SUITE) and {"ant", "halfcheetah", "humanoid"} <= set(
+        brax_train.BRAX_PPO
+    )

@@ -84,10 +84,12 @@ PPO: dict[str, dict[str, Any]] = {
     "inverted_double_pendulum": _locomotion(),
     # 4 x 8: 1,327 after 266k in 76 s (with 10 x 32: 967 after 1.2M, 400 s)
     "ant": _locomotion(num_epochs=4, num_minibatches=8),
-    # 256-256 networks and ant's 4 x 8 (the one change tried, seed 0): 6,232 after 1.35M steps in 323 s, where
-    # the 64-64 preset was at 736 after 573k (149 s), as CleanRL's PPO (716 after 1M, 583 after 8M)
+    # 256-256 networks and ant's 4 x 8 (the one change tried, seed 0): 6,232 after 1.35M steps in 323 s (seeds 1
+    # and 2: 409 and 463 s), where the 64-64 preset was at 736 after 573k (149 s), as CleanRL's PPO (716 after 1M,
+    # 583 after 8M)
     "humanoid": _humanoid(),
-    # humanoid's, with rewards x 0.01: the standup pays its torso's height over the timestep, 30-400 a step
+    # humanoid's, with rewards x 0.01 (the standup pays its torso's height over the timestep, 30-400 a step), set
+    # before the first run: 109,326 after 205k steps in 78 s (seeds 1 and 2: 35 and 99 s)
     "humanoidstandup": _humanoid(reward_scaling=0.01),
     # untuned
     "pusher": _locomotion(),

@@ -21,97 +21,44 @@ import argparse
 import json
 import time
 
+
 # Brax's published PPO settings (its training notebook): tasks without a published PPO entry (hopper, walker2d,
 # swimmer) are refused rather than guessed
+def _ppo(
+    reward_scaling: float,
+    unroll_length: int,
+    num_minibatches: int,
+    num_updates_per_batch: int,
+    discounting: float,
+    learning_rate: float,
+    entropy_cost: float,
+    num_envs: int,
+    batch_size: int,
+) -> dict:
+    """One row of Brax's table, in its column order, as `ppo.train`'s keyword arguments."""
+    return dict(
+        reward_scaling=reward_scaling,
+        unroll_length=unroll_length,
+        num_minibatches=num_minibatches,
+        num_updates_per_batch=num_updates_per_batch,
+        discounting=discounting,
+        learning_rate=learning_rate,
+        entropy_cost=entropy_cost,
+        num_envs=num_envs,
+        batch_size=batch_size,
+    )
+
+
+_PENDULUM = _ppo(10, 5, 32, 4, 0.97, 3e-4, 1e-2, 2048, 1024)
 BRAX_PPO: dict[str, dict] = {
-    "inverted_pendulum": dict(
-        reward_scaling=10,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=2048,
-        batch_size=1024,
-    ),
-    "inverted_double_pendulum": dict(
-        reward_scaling=10,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=2048,
-        batch_size=1024,
-    ),
-    "ant": dict(
-        reward_scaling=10,
-        unroll_length=5,
-        num_minibatches=32,
-        num_updates_per_batch=4,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=4096,
-        batch_size=2048,
-    ),
-    "humanoid": dict(
-        reward_scaling=0.1,
-        unroll_length=10,
-        num_minibatches=32,
-        num_updates_per_batch=8,
-        discounting=0.97,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        num_envs=2048,
-        batch_size=1024,
-    ),
-    "humanoidstandup": dict(
-        reward_scaling=0.1,
-        unroll_length=15,
-        num_minibatches=32,
-        num_updates_per_batch=8,
-        discounting=0.97,
-        learning_rate=6e-4,
-        entropy_cost=1e-2,
-        num_envs=2048,
-        batch_size=1024,
-    ),
-    "halfcheetah": dict(
-        reward_scaling=1,
-        unroll_length=20,
-        num_minibatches=32,
-        num_updates_per_batch=8,
-        discounting=0.95,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        num_envs=2048,
-        batch_size=512,
-    ),
-    "reacher": dict(
-        reward_scaling=5,
-        unroll_length=50,
-        num_minibatches=32,
-        num_updates_per_batch=8,
-        discounting=0.95,
-        learning_rate=3e-4,
-        entropy_cost=1e-3,
-        num_envs=2048,
-        batch_size=256,
-    ),
-    "pusher": dict(
-        reward_scaling=5,
-        unroll_length=30,
-        num_minibatches=16,
-        num_updates_per_batch=8,
-        discounting=0.95,
-        learning_rate=3e-4,
-        entropy_cost=1e-2,
-        num_envs=2048,
-        batch_size=512,
-    ),
+    "inverted_pendulum": _PENDULUM,
+    "inverted_double_pendulum": _PENDULUM,
+    "ant": _ppo(10, 5, 32, 4, 0.97, 3e-4, 1e-2, 4096, 2048),
+    "humanoid": _ppo(0.1, 10, 32, 8, 0.97, 3e-4, 1e-3, 2048, 1024),
+    "humanoidstandup": _ppo(0.1, 15, 32, 8, 0.97, 6e-4, 1e-2, 2048, 1024),
+    "halfcheetah": _ppo(1, 20, 32, 8, 0.95, 3e-4, 1e-3, 2048, 512),
+    "reacher": _ppo(5, 50, 32, 8, 0.95, 3e-4, 1e-3, 2048, 256),
+    "pusher": _ppo(5, 30, 16, 8, 0.95, 3e-4, 1e-2, 2048, 512),
 }
 EPISODE_LENGTH = {"reacher": 50, "pusher": 100}  # Gymnasium's time limits; 1,000 elsewhere
 

@@ -142,25 +142,26 @@ def run(
 PEERS = ("sbx", "sb3-sac", "sb3-ppo", "brax")
 
 
-BRAX_PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".brax", "bin", "python")
-
-
-def run_brax(env: str, threshold: float, seed: int, max_seconds: float | None, python: str = BRAX_PYTHON) -> dict:
+def run_brax(env: str, threshold: float, seed: int, max_seconds: float | None, python: str | None = None) -> dict:
     """Brax's PPO with its published settings on Brax's own version of `env` (`brax_train.py`, in Brax's
     virtualenv: `benchmarks/brax_venv.sh`), timed like `run`; `{"error": ...}` where it cannot run."""
     import json
     import subprocess
 
+    from physics import BRAX_PYTHON
+
+    python = python or BRAX_PYTHON
     if not os.path.exists(python):
         return {"error": f"no Brax interpreter at {python}: run benchmarks/brax_venv.sh"}
     cmd = [python, os.path.join(os.path.dirname(__file__), "brax_train.py"), "--env", env]
     cmd += ["--threshold", str(threshold), "--seed", str(seed)]
     cmd += ["--max-seconds", str(max_seconds)] if max_seconds is not None else []
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    print(run.stdout, end="", flush=True)
-    result = next((line for line in run.stdout.splitlines() if line.startswith("RESULT ")), None)
-    if run.returncode or result is None:
-        return {"error": f"brax_train.py failed: {run.stderr.strip().splitlines()[-1:] or run.returncode}"}
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    print(proc.stdout, end="", flush=True)
+    result = next((line for line in proc.stdout.splitlines() if line.startswith("RESULT ")), None)
+    if proc.returncode or result is None:
+        last = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        return {"error": f"brax_train.py failed: {last[0]}"}
     return json.loads(result.removeprefix("RESULT "))
 
 

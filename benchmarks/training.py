@@ -136,6 +136,7 @@ def run(
         "first_iteration_s": t1,
         "total_s": t_end,
         "num_timesteps": s_end,
+        "eval_episodes": config.num_eval_envs,
     }
 
 
@@ -165,14 +166,17 @@ def run_brax(env: str, threshold: float, seed: int, max_seconds: float | None, p
     return json.loads(result.removeprefix("RESULT "))
 
 
-def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int) -> dict:
+def run_peer(
+    peer: str, env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int, episodes: int = 10
+) -> dict:
     """A peer on Gymnasium's twin of `env` (MuJoCo C), timed like `run`: `sbx` (SBX's JAX SAC) and `sb3-sac`
     (Stable-Baselines3's SAC) with the RL Zoo's MuJoCo settings (10,000 random steps first, then one update of
     batch 256 per step), `sb3-ppo` (Stable-Baselines3's PPO with its defaults and the RL Zoo's observation and
     reward normalisation, `VecNormalize`; 1 environment, 2,048-step rollouts; the Zoo's discount where it changes it:
-    swimmer's 0.9999, `ZOO_PPO_GAMMA`); a deterministic 10-episode
-    evaluation every `eval_every` env steps (observations normalised with the run's statistics), its time kept off
-    the peer's clock (hurtle's runs count their own, batched on the device)."""
+    swimmer's 0.9999, `ZOO_PPO_GAMMA`); a deterministic evaluation of `episodes` episodes (`main` passes the
+    hurtle run's own count, so both sides cross the threshold on equally noisy means) every `eval_every` env steps
+    (observations normalised with the run's statistics), its time kept off the peer's clock (hurtle's runs count
+    their own, batched on the device)."""
     if peer == "brax":
         return run_brax(env, threshold, seed, max_seconds)
     import gymnasium as gym
@@ -189,7 +193,7 @@ def run_peer(peer: str, env: str, threshold: float, seed: int, max_seconds: floa
     def evaluate(model) -> float:
         norm = model.get_vec_normalize_env()
         returns = []
-        for episode in range(10):
+        for episode in range(episodes):
             obs, _ = eval_env.reset(seed=10_000 + episode)
             done, total = False, 0.0
             while not done:
@@ -329,6 +333,9 @@ def main(argv=None) -> None:
     p.add_argument("--max-seconds", type=float, default=None, help="stop each run after this wall-clock budget")
     p.add_argument("--peer", choices=PEERS, nargs="*", default=[], help="also train these peers on the Gymnasium twin")
     p.add_argument("--peer-eval-every", type=int, default=10_000)
+    p.add_argument(
+        "--peer-eval-episodes", type=int, default=None, help="episodes per peer evaluation (default: the hurtle run's)"
+    )
     p.add_argument("--stop", action="store_true", help="stop each run at its first evaluation past the threshold")
     p.add_argument(
         "--sim-episodes", type=int, default=64, help="episodes of the final policy on each engine (sim-to-sim)"
@@ -367,7 +374,8 @@ def main(argv=None) -> None:
                 if (peer, env, seed) in peers_done:
                     continue
                 peers_done.add((peer, env, seed))
-                r = run_peer(peer, env, float(threshold), seed, args.max_seconds, args.peer_eval_every)
+                episodes = args.peer_eval_episodes or r.get("eval_episodes", 10)
+                r = run_peer(peer, env, float(threshold), seed, args.max_seconds, args.peer_eval_every, episodes)
                 print(env, peer, seed, r, flush=True)
                 if peer == "brax":
                     rows.append((f"Brax's {env} ({r.get('versions', 'Brax')})", "Brax ppo", float(threshold), seed, r))

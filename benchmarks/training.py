@@ -177,6 +177,8 @@ def run_peer(
     hurtle run's own count, so both sides cross the threshold on equally noisy means) every `eval_every` env steps
     (observations normalised with the run's statistics), its time kept off the peer's clock (hurtle's runs count
     their own, batched on the device)."""
+    if episodes < 1:
+        raise ValueError(f"run_peer: a peer's evaluation needs at least one episode, got episodes={episodes}")
     if peer == "brax":
         return run_brax(env, threshold, seed, max_seconds)
     import gymnasium as gym
@@ -374,7 +376,7 @@ def main(argv=None) -> None:
                 if (peer, env, seed) in peers_done:
                     continue
                 peers_done.add((peer, env, seed))
-                episodes = args.peer_eval_episodes or r.get("eval_episodes", 10)
+                episodes = r.get("eval_episodes", 10) if args.peer_eval_episodes is None else args.peer_eval_episodes
                 r = run_peer(peer, env, float(threshold), seed, args.max_seconds, args.peer_eval_every, episodes)
                 print(env, peer, seed, r, flush=True)
                 if peer == "brax":

@@ -116,3 +116,13 @@ def test_brax_training_peer_plumbing(tmp_path):
     assert set(brax_train.BRAX_PPO) <= set(training.SUITE) and {"ant", "halfcheetah", "humanoid"} <= set(
         brax_train.BRAX_PPO
     )
+
+
+def test_peer_evaluation_needs_an_episode():
+    """A peer evaluated over no episodes would average nothing and never cross: refused by name, before any
+    peer library is imported."""
+    import pytest
+    import training
+
+    with pytest.raises(ValueError, match="episodes=0"):
+        training.run_peer("sb3-sac", "pusher", -40.38, 0, 10.0, 5000, episodes=0)

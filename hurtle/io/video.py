@@ -5,77 +5,65 @@ floor), seen by a camera that follows a body at a fixed distance (as Gymnasium's
 one of the model's cameras. `write(path, frames, fps)` encodes `.mp4` (imageio's ffmpeg plugin, from the
 `imageio-ffmpeg` package: `pip install 'hurtle[video]'`) or `.gif` (Pillow).
 
-Headless rendering needs an OpenGL backend that needs no display. `import hurtle` on Linux without a display
-sets `MUJOCO_GL=egl` when it is unset and mujoco is not yet imported (`hurtle/__init__.py`): EGL on Mesa's
-software device (llvmpipe) needs no GPU, only the system packages `libegl1` and `libgl1-mesa-dri`
-(Debian/Ubuntu names). `MUJOCO_GL=osmesa` uses `libosmesa6` instead. Without them, `Renderer` raises
-`RenderingUnavailable` naming what to install.
+Headless rendering needs an OpenGL backend that needs no display: EGL on Mesa's software device (llvmpipe) needs no
+GPU, only the system packages `libegl1` and `libgl1-mesa-dri` (Debian/Ubuntu names); OSMesa needs `libosmesa6`.
+`import hurtle` picks one whose library loads (`hurtle/gl.py`), and nothing but rendering needs one: without them,
+`Renderer` raises `RenderingUnavailable`, one line naming what to install.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-import sys
 import warnings
 from typing import Any
 
 import mujoco
 import numpy as np
 
+from hurtle import gl
 from hurtle.io.html import default_follow, mj_model, view_radius
 
-# what each of MuJoCo's backends needs on Debian or Ubuntu
-SYSTEM_PACKAGES = {
-    "egl": "libegl1 libgl1-mesa-dri",
-    "osmesa": "libosmesa6",
-}
-
-
 class RenderingUnavailable(RuntimeError):
-    """No OpenGL backend MuJoCo's renderer can use here: the message names the system packages to install."""
+    """No OpenGL backend MuJoCo's renderer can use here: the message (one line) names the system packages to
+    install."""
 
 
-def _headless() -> bool:
-    return sys.platform.startswith("linux") and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")
-
-
-def _use_egl_if_headless() -> None:
+def _use_headless_backend() -> None:
     """Where mujoco was imported before hurtle on Linux without a display and MUJOCO_GL unset, MuJoCo picked GLFW,
-    which cannot start there: point its renderer at EGL, as importing hurtle first would have (hurtle/__init__.py).
-    Nothing changes where that fails; the renderer's own error then names what is missing."""
-    if "MUJOCO_GL" in os.environ or not _headless():
+    which cannot start there: point its renderer at the first headless backend whose library loads (EGL, then
+    OSMesa), as importing hurtle first would have (hurtle/gl.py). Nothing changes where none does."""
+    if "MUJOCO_GL" in os.environ or not gl.headless():
         return
-    try:
-        from mujoco.egl import GLContext
-        from mujoco.rendering.classic import gl_context
-    except Exception:
+    for backend in gl.HEADLESS:
+        if gl.library_error(backend) is not None:
+            continue
+        try:
+            context = importlib.import_module(f"mujoco.{backend}").GLContext
+            from mujoco.rendering.classic import gl_context
+        except Exception:
+            continue
+        gl_context.GLContext = context
+        os.environ["MUJOCO_GL"] = backend
         return
-    gl_context.GLContext = GLContext
-    os.environ["MUJOCO_GL"] = "egl"
 
 
-def _backend() -> str:
-    return os.environ.get("MUJOCO_GL", "").strip().lower() or "glfw"
+def _check_backend() -> None:
+    """RenderingUnavailable where the backend asked for is known not to start, before MuJoCo tries it."""
+    aside = os.environ.get(gl.UNAVAILABLE)
+    if aside:  # the user's MUJOCO_GL, set aside at import because its library does not load
+        backend, _, reason = aside.partition(": ")
+        raise RenderingUnavailable(gl.unavailable_message(backend, reason))
+    backend = gl.requested()
+    error = gl.library_error(backend) if backend in gl.LIBRARIES else None
+    if error is None and not backend and gl.headless():
+        error = "MuJoCo's default, GLFW, needs a display"
+    if error is not None:
+        raise RenderingUnavailable(gl.unavailable_message(backend, error))
 
 
 def _unavailable(error: Exception) -> RenderingUnavailable:
-    backend = _backend()
-    if backend in SYSTEM_PACKAGES:
-        fix = (
-            f"install the system packages {SYSTEM_PACKAGES[backend]} (Debian/Ubuntu: apt-get install "
-            f"{SYSTEM_PACKAGES[backend]})"
-        )
-        if backend == "egl":
-            fix += f", or {SYSTEM_PACKAGES['osmesa']} and set MUJOCO_GL=osmesa"
-    else:
-        fix = (
-            f"MUJOCO_GL={backend} needs a display; on a machine without one set MUJOCO_GL=egl (before mujoco is "
-            f"imported) with the system packages {SYSTEM_PACKAGES['egl']}"
-        )
-    return RenderingUnavailable(
-        f"MuJoCo's renderer has no OpenGL backend (MUJOCO_GL={backend}): {type(error).__name__}: {error}. To render "
-        f"without a GPU or display, {fix}"
-    )
+    return RenderingUnavailable(gl.unavailable_message(gl.requested(), f"{type(error).__name__}: {error}"))
 
 
 def _spec(model: Any) -> mujoco.MjSpec | None:
@@ -157,7 +145,8 @@ class Renderer:
         m.vis.global_.offheight = max(int(m.vis.global_.offheight), height)
         self.model, self.width, self.height = m, width, height
         self.data = mujoco.MjData(m)
-        _use_egl_if_headless()
+        _use_headless_backend()
+        _check_backend()
         try:
             self._renderer = mujoco.Renderer(m, height, width)
         except Exception as e:  # the backend's import or context creation: name what to install
@@ -254,5 +243,7 @@ def write(path: str | os.PathLike, frames: Any, fps: float) -> str:
             os.remove(tmp)
     return path
 
+
+SYSTEM_PACKAGES = gl.SYSTEM_PACKAGES
 
 __all__ = ["SYSTEM_PACKAGES", "Renderer", "RenderingUnavailable", "real_time_stride", "scene_model", "write"]

@@ -91,6 +91,7 @@ def test_missing_gl_backend_names_the_packages(monkeypatch):
     with pytest.raises(video.RenderingUnavailable, match="libegl1 libgl1-mesa-dri") as e:
         video.Renderer(BALL)
     assert "libosmesa6" in str(e.value) and "libEGL.so.1" in str(e.value)
+    assert "\n" not in str(e.value)  # one line
     monkeypatch.setenv("MUJOCO_GL", "glfw")
     with pytest.raises(video.RenderingUnavailable, match="needs a display"):
         video.Renderer(BALL)

@@ -24,6 +24,7 @@ import numpy as np
 from hurtle import gl
 from hurtle.io.html import default_follow, mj_model, view_radius
 
+
 class RenderingUnavailable(RuntimeError):
     """No OpenGL backend MuJoCo's renderer can use here: the message (one line) names the system packages to
     install."""

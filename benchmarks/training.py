@@ -166,6 +166,24 @@ def run_brax(env: str, threshold: float, seed: int, max_seconds: float | None, p
     return json.loads(result.removeprefix("RESULT "))
 
 
+def peers_missing(peers: list[str]) -> str | None:
+    """What a peer needs and does not have here, in one line (None: all ready), before any run starts."""
+    from physics import BRAX_PYTHON
+
+    from hurtle.extras import MissingExtra, require
+
+    for peer in peers:
+        if peer == "brax":
+            if not os.path.exists(BRAX_PYTHON):
+                return f"--peer brax needs Brax's virtualenv ({BRAX_PYTHON}): bash benchmarks/brax_venv.sh"
+            continue
+        try:
+            require("peers", f"--peer {peer}")
+        except MissingExtra as e:
+            return str(e)
+    return None
+
+
 def run_peer(
     peer: str, env: str, threshold: float, seed: int, max_seconds: float | None, eval_every: int, episodes: int = 10
 ) -> dict:
@@ -346,6 +364,9 @@ def main(argv=None) -> None:
     p.add_argument("--split", action="store_true", help="SAC: time per iteration, part by part (no training)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
     args = p.parse_args(argv)
+    problem = peers_missing(args.peer)
+    if problem:
+        p.error(problem)
 
     import ast
 

@@ -7,7 +7,7 @@
     hurtle view RUN_DIR [--step N] [--episodes K] [--seed S] [-o FILE.html]
     hurtle view --model FILE.xml [--duration S] [--controls {random,zero}] [--engine {hurtle,mujoco}]
     hurtle video RUN_DIR|--model FILE.xml [-o FILE.mp4|FILE.gif] [--width W --height H --fps F --camera NAME]
-    hurtle envs
+    hurtle envs [ENV]
     hurtle demo [--batch N] [--steps N] [--model FILE]
     hurtle bench [...]                 (benchmarks/physics.py)
 
@@ -38,14 +38,16 @@ from typing import Annotated, Any, Literal
 import numpy as np
 import tyro
 
+from hurtle.agents.defaults import Choice, choose
 from hurtle.agents.runner import ALGORITHMS, ARCHITECTURES, algorithm, algorithm_names
+from hurtle.extras import MissingExtra
 
 COMMANDS = {
     "train": "train an agent on an environment into a run directory (checkpoints, metrics, TensorBoard, plot)",
     "eval": "evaluate the policy saved in a run directory's checkpoint",
     "view": "write a run's policy (or a model) as one HTML page that plays offline in a browser",
     "video": "render a run's policy (or a model) to .mp4 or .gif with MuJoCo's renderer, headless",
-    "envs": "list the registered environments",
+    "envs": "list the registered environments (hurtle envs ENV: one of them in detail)",
     "demo": "step a batch of physics worlds and check world 0 against MuJoCo C",
     "bench": "physics benchmark against MJX and MuJoCo C (benchmarks/physics.py)",
 }
@@ -62,13 +64,16 @@ def train_args(config_cls: type, arch: str = "anakin") -> type:
     """`hurtle train`'s arguments for an algorithm whose Config is `config_cls` (built with real types: tyro
     resolves a class body's string annotations in this module, where `config_cls` is not a name)."""
     helps = {
-        "algo": "The learning algorithm (its preset for ENV gives the defaults shown).",
-        "arch": "The Podracer architecture: anakin (environments and learner compiled together on the device: "
-        "ppo, sac, es, ars, apg, shac) or sebulba (host environments on actor threads, MuJoCo C or Gymnasium: impala, ppo).",
+        "algo": "The learning algorithm (default: auto's choice for ENV; its preset for ENV gives the defaults shown).",
+        "arch": "The Podracer architecture: auto (the fastest measured for ENV on this machine's devices, "
+        "hurtle/agents/defaults.py; printed at the start), anakin (environments and learner compiled together on the "
+        "device: ppo, sac, es, ars, apg, shac) or sebulba (host environments on actor threads, MuJoCo C or Gymnasium: "
+        "ppo, impala). With --resume, the run's own.",
         "run_dir": "The run directory (default: runs/<env>-<algo>-<YYYYmmdd-HHMMSS>); it must be new or empty "
         "unless --resume.",
         "resume": "Continue the run in --run-dir from its last checkpoint (from the start if it has none yet), "
-        "with its config.json.",
+        "with its config.json, algorithm and architecture; a directory holding no run is an error.",
+        "resume_or_start": "Continue the run in --run-dir if it holds one, else start it there (for requeue scripts).",
         "rollout": "At the end, write rollout.html into the run directory: an episode of the final policy in "
         "hurtle's HTML viewer (physics tasks; hurtle view makes more).",
     }
@@ -78,9 +83,10 @@ def train_args(config_cls: type, arch: str = "anakin") -> type:
         [
             ("config", Annotated[config_cls, tyro.conf.arg(name="")]),
             ("algo", Annotated[Literal[algorithm_names(arch)], arg("algo")], dataclasses.field(default="ppo")),
-            ("arch", Annotated[Literal[ARCHITECTURES], arg("arch")], dataclasses.field(default="anakin")),
+            ("arch", Annotated[Literal[("auto", *ARCHITECTURES)], arg("arch")], dataclasses.field(default="auto")),
             ("run_dir", Annotated[str | None, arg("run_dir")], dataclasses.field(default=None)),
             ("resume", Annotated[bool, arg("resume")], dataclasses.field(default=False)),
+            ("resume_or_start", Annotated[bool, arg("resume_or_start")], dataclasses.field(default=False)),
             ("rollout", Annotated[bool, arg("rollout")], dataclasses.field(default=True)),
         ],
         frozen=True,
@@ -107,7 +113,8 @@ class ViewArgs:
     run_dir: tyro.conf.Positional[str | None] = None
     """The run directory written by `hurtle train` (or give --model)."""
     model: str | None = None
-    """An MJCF file to show instead of a run: the model from its initial state under random (or zero) controls."""
+    """An MJCF or URDF file (or an MJCF string) to show instead of a run: the model from its initial state under
+    random (or zero) controls."""
     output: Annotated[str | None, tyro.conf.arg(aliases=("-o",))] = None
     """The file to write (default: RUN_DIR/rollout.html, or the model's name with .html)."""
     step: int | None = None
@@ -188,27 +195,59 @@ def _peek_option(argv: list[str], option: str) -> str | None:
     return None
 
 
-def _peek_algo(argv: list[str]) -> tuple[str, str]:
-    """The --algo and --arch of `hurtle train` (the algorithm's Config declares the other options), before
-    the full parse. Without --arch: Anakin's algorithm of that name, else Sebulba's (impala)."""
+def _peek_flag(argv: list[str], flag: str) -> bool:
+    """Whether the boolean `flag` is on in `argv` (its `--no-` form or absence: off)."""
+    return flag in argv
+
+
+def _choose_algo(argv: list[str]) -> Choice:
+    """The algorithm and architecture of `hurtle train`, before the full parse (the algorithm's Config declares
+    the other options): a resumed run's own (config.json), else what the command names, completed by `--arch
+    auto`'s table (hurtle/agents/defaults.py) for ENV on this machine's devices."""
     arch = _peek_option(argv, "--arch")
-    if arch is not None and arch not in ARCHITECTURES:
-        raise UsageError(f"--arch: unknown architecture {arch!r}; known: {', '.join(ARCHITECTURES)}")
-    name = _peek_option(argv, "--algo") or ("impala" if arch == "sebulba" else "ppo")
-    known = algorithm_names(arch)
-    if name not in known:
+    if arch is not None and arch not in ("auto", *ARCHITECTURES):
+        raise UsageError(f"--arch: unknown architecture {arch!r}; known: auto, {', '.join(ARCHITECTURES)}")
+    arch = None if arch == "auto" else arch
+    name = _peek_option(argv, "--algo")
+    if name is not None and name not in algorithm_names(arch):
         where = f"{arch} " if arch else ""
-        raise UsageError(f"--algo: unknown {where}algorithm {name!r}; known: {', '.join(known)}")
-    return name, arch or next(a for a in ARCHITECTURES if name in ALGORITHMS[a])
-
-
-def _peek_env(argv: list[str], config_cls: type) -> str:
-    """The ENV positional of `hurtle train` (its preset supplies the defaults), before the full parse."""
+        raise UsageError(f"--algo: unknown {where}algorithm {name!r}; known: {', '.join(algorithm_names(arch))}")
+    run_dir = _peek_option(argv, "--run-dir")
+    resuming = _peek_flag(argv, "--resume") or _peek_flag(argv, "--resume-or-start")
+    if resuming and run_dir is not None and os.path.exists(os.path.join(run_dir, "config.json")):
+        saved_name, saved_arch, _ = _saved_config(run_dir)
+        if (name or saved_name, arch or saved_arch) != (saved_name, saved_arch):
+            raise UsageError(
+                f"--resume: {run_dir} is a {saved_arch} {saved_name} run, not {arch or saved_arch} {name or saved_name} "
+                f"(leave out --algo and --arch, or pass --arch {saved_arch} --algo {saved_name})"
+            )
+        return Choice(saved_name, saved_arch, f"the run's own ({run_dir}/config.json)")
+    if any(a in ("-h", "--help") for a in argv):
+        env = next((a for a in argv if not a.startswith("-") and a not in (name, arch)), "cartpole")
+    else:
+        env = _peek_env(argv)
     from hurtle.envs import names
 
-    options_with_value = {"--algo", "--arch", "--run-dir"} | {
-        "--" + f.name.replace("_", "-") for f in dataclasses.fields(config_cls) if f.type not in ("bool",)
-    }
+    return choose(env, _has_accelerator(), {a: tuple(ALGORITHMS[a]) for a in ARCHITECTURES}, env in names(), name, arch)
+
+
+def _has_accelerator() -> bool:
+    """Whether JAX has a device other than the CPU here."""
+    import jax
+
+    return any(d.platform != "cpu" for d in jax.devices())
+
+
+def _peek_env(argv: list[str]) -> str:
+    """The ENV positional of `hurtle train` (its preset supplies the defaults), before the full parse: the first
+    word that is neither an option nor the value of one (of any algorithm's Config)."""
+    from hurtle.envs import names
+
+    options_with_value = {"--algo", "--arch", "--run-dir"}
+    for arch in ARCHITECTURES:
+        for name in ALGORITHMS[arch]:
+            fields = dataclasses.fields(algorithm(name, arch).config)
+            options_with_value |= {"--" + f.name.replace("_", "-") for f in fields if f.type not in ("bool", bool)}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -258,10 +297,88 @@ def _resume_config(run_dir: str, algo: str, arch: str, asked: Any, explicit: set
     return dataclasses.replace(saved, **changes)
 
 
+def _resuming(args: Any) -> bool:
+    """Whether this run continues one: `--resume` (the run directory must hold a run) or `--resume-or-start`
+    (where it holds one). A mistyped path must not quietly start a fresh run."""
+    if not (args.resume or args.resume_or_start):
+        return False
+    option = "--resume" if args.resume else "--resume-or-start"
+    if args.run_dir is None:
+        raise UsageError(f"{option} needs --run-dir, the directory of the run to continue")
+    if os.path.exists(os.path.join(args.run_dir, "config.json")):
+        return True
+    if args.resume_or_start:
+        return False
+    what = "does not exist" if not os.path.exists(args.run_dir) else "holds no run (no config.json)"
+    raise UsageError(
+        f"--resume: {args.run_dir} {what}; check the path, or pass --resume-or-start to start a run there when "
+        f"it holds none"
+    )
+
+
+def _method(algo: str, arch: str, config: Any) -> str:
+    """How a run trains, in words: the algorithm, the architecture and where its environments step."""
+    if arch == "anakin":
+        return f"{algo} on anakin (the task in JAX, compiled with the learner)"
+    backend = {"mujoco": "MuJoCo C", "gymnasium": "Gymnasium", "envpool": "EnvPool"}[config.env_backend]
+    return f"{algo} on sebulba ({backend} environments on host threads)"
+
+
+def _flags(message: str) -> str:
+    """A config error as the command line names things: `Config.num_envs` is `--num-envs`, `Config.env` ENV."""
+    return re.sub(r"\bConfig\.(\w+)", lambda m: "ENV" if m[1] == "env" else "--" + m[1].replace("_", "-"), message)
+
+
 def _explicit_fields(argv: list[str], config_cls: type) -> set[str]:
     """Config fields named on the command line."""
     named = {re.sub(r"^--(no-)?", "", a.split("=", 1)[0]).replace("-", "_") for a in argv if a.startswith("--")}
     return named & {f.name for f in dataclasses.fields(config_cls)}
+
+
+def _train_plan(argv: list[str], check: bool = False) -> tuple[Choice, Any, Any, Any, bool]:
+    """`hurtle train`'s command line read: the algorithm and architecture, the algorithm, the parsed arguments,
+    the config (a resumed run's own, with the changes allowed) and whether the run resumes. `check`: the command
+    line alone, for `check`: no run directory is looked at beyond its config.json."""
+    choice = _choose_algo(argv)
+    algo = algorithm(choice.algo, choice.arch)
+    args_cls = train_args(algo.config, choice.arch)
+    if any(a in ("-h", "--help") for a in argv):
+        env = next((a for a in argv if not a.startswith("-") and a not in choice), "cartpole")
+        defaults = args_cls(config=algo.preset(env), algo=choice.algo, arch=choice.arch)
+        _parse(args_cls, ["--help"], "hurtle train", defaults)  # tyro omits ENV
+    env = _peek_env(argv)
+    args = _parse(args_cls, argv, "hurtle train", args_cls(config=algo.preset(env), algo=choice.algo, arch=choice.arch))
+    config = args.config
+    if check and (args.resume or args.resume_or_start) and args.run_dir is not None:
+        resume = os.path.exists(os.path.join(args.run_dir, "config.json"))
+    else:
+        resume = _resuming(args)
+    if resume:
+        config = _resume_config(args.run_dir, choice.algo, choice.arch, config, _explicit_fields(argv, algo.config))
+    return choice, algo, args, config, resume
+
+
+def check(argv: list[str]) -> None:
+    """Read a `hurtle` command line as its command would, without doing its work: UsageError for an unknown
+    command, task, algorithm or option, or a config value out of range (what a README line is tested with)."""
+    if not argv:
+        return
+    command, rest = argv[0], argv[1:]
+    if command == "train":
+        config = _train_plan(rest, check=True)[3]
+        try:
+            config.validate()
+        except (ValueError, MissingExtra) as e:
+            raise UsageError(_flags(str(e))) from None
+    elif command in ("eval", "view", "video", "demo"):
+        _parse({"eval": EvalArgs, "view": ViewArgs, "video": VideoArgs, "demo": DemoArgs}[command], rest, command)
+    elif command == "envs":
+        from hurtle.envs import names
+
+        if len(rest) > 1 or (rest and rest[0] not in names()):
+            raise UsageError(f"hurtle envs takes at most one registered environment, got {' '.join(rest)}")
+    elif command not in COMMANDS:
+        raise UsageError(f"unknown command {command!r}; commands: {', '.join(COMMANDS)}")
 
 
 def train(argv: list[str]) -> None:
@@ -274,47 +391,35 @@ def train(argv: list[str]) -> None:
 
     podracer.maybe_initialize_distributed()
     enable_compile_cache()
-    name, arch = _peek_algo(argv)
-    algo = algorithm(name, arch)
-    args_cls = train_args(algo.config, arch)
-    if any(a in ("-h", "--help") for a in argv):
-        env = next((a for a in argv if not a.startswith("-") and a not in (name, arch)), "cartpole")
-        defaults = args_cls(config=algo.preset(env), algo=name, arch=arch)
-        _parse(args_cls, ["--help"], "hurtle train", defaults)  # tyro omits ENV
-    env = _peek_env(argv, algo.config)
-    args = _parse(args_cls, argv, "hurtle train", args_cls(config=algo.preset(env), algo=name, arch=arch))
-    config = args.config
-    if args.resume:
-        if args.run_dir is None:
-            raise UsageError("--resume needs --run-dir, the directory of the run to continue")
-        if os.path.exists(os.path.join(args.run_dir, "config.json")):
-            config = _resume_config(args.run_dir, name, arch, config, _explicit_fields(argv, algo.config))
+    choice, algo, args, config, resume = _train_plan(argv)
+    name, arch = choice.algo, choice.arch
     try:
         config = config.validate()
         mesh = podracer.make_mesh()
         learner = algo.make_learner(config, mesh)  # refuses what the devices or memory cannot hold, before the run dir
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(_flags(str(e))) from None
+    except MissingExtra as e:
+        raise UsageError(_flags(str(e))) from None
 
     from hurtle.io import Checkpointer, MetricsLog, prepare_run_dir
 
     try:
-        run_dir = _shared(
-            lambda: prepare_run_dir(args.run_dir, resume=args.resume, config=config, algo=name, arch=arch)
-        )
+        run_dir = _shared(lambda: prepare_run_dir(args.run_dir, resume=resume, config=config, algo=name, arch=arch))
     except FileExistsError as e:
         raise UsageError(str(e)) from None
     checkpoints = os.path.join(run_dir, "checkpoints")
     resume_step = None
     leader = jax.process_index() == 0
     with Checkpointer(checkpoints) as ckpt:
-        if args.resume:
+        if resume:
             resume_step = ckpt.latest_step() or 0
         where = f"from its checkpoint at step {resume_step:,}" if resume_step else "from the start"
         print(
             f"hurtle train: {config.env} ({name}, {arch}), {config.num_timesteps:,} env steps, run directory {run_dir}"
         )
-        if args.resume:
+        print(f"hurtle train: {_method(name, arch, config)}: {choice.why}")
+        if resume:
             print(f"hurtle train: resuming {where}")
         columns = runner.eval_columns(algo, config) if config.eval_every else ()
         log = MetricsLog(run_dir, columns=columns, resume_step=resume_step) if leader else None
@@ -343,7 +448,7 @@ def train(argv: list[str]) -> None:
         previous = signal.signal(signal.SIGINT, on_sigint) if main_thread else None
         try:
             with progress:
-                runner.train(algo, config, progress_fn, mesh, ckpt, args.resume, learner)
+                runner.train(algo, config, progress_fn, mesh, ckpt, resume, learner)
         except KeyboardInterrupt:
             if log is not None:
                 log.close()
@@ -360,12 +465,20 @@ def train(argv: list[str]) -> None:
     ret = last.get("eval/episode_return")
     summary = f"final eval return {ret:.2f}; " if ret is not None else ""
     print(f"hurtle train: done; {summary}run directory {run_dir}")
-    print(f"  metrics:     {os.path.join(run_dir, 'metrics.csv')} (and TensorBoard: tensorboard --logdir {run_dir})")
+    print(f"  metrics:     {os.path.join(run_dir, 'metrics.csv')} (and TensorBoard's events: {_tensorboard(run_dir)})")
     if os.path.exists(os.path.join(run_dir, "learning_curve.png")):
         print(f"  plot:        {os.path.join(run_dir, 'learning_curve.png')}")
     print(f"  checkpoints: {checkpoints} (hurtle eval {run_dir})")
     if page:
         print(f"  rollout:     {page} (open it in a browser; hurtle view {run_dir} --episodes K for more)")
+
+
+def _tensorboard(run_dir: str) -> str:
+    """How to open a run in TensorBoard here (its package is not a dependency of hurtle's)."""
+    from hurtle.extras import missing
+
+    command = f"tensorboard --logdir {run_dir}"
+    return f"pip install 'hurtle[tensorboard]', then {command}" if missing("tensorboard") else command
 
 
 def _write_rollout_page(run_dir: str, config: Any) -> str | None:
@@ -573,7 +686,7 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
 
     from hurtle.agents import runner
     from hurtle.io.cache import enable_compile_cache
-    from hurtle.io.motion import model_motion
+    from hurtle.io.motion import is_mjcf_string, model_motion
 
     if (args.run_dir is None) == (args.model is None):
         raise UsageError("give a run directory or --model FILE.xml (one of them)")
@@ -583,10 +696,13 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
     if args.model is not None:
         try:
             qpos, dt = model_motion(args.model, args.duration, args.controls, args.seed, args.engine)
-        except (FileNotFoundError, ValueError, NotImplementedError) as e:
+        except (FileNotFoundError, ValueError) as e:
             raise UsageError(str(e)) from None
-        stem = os.path.splitext(os.path.basename(args.model))[0]
-        what = f"{os.path.basename(args.model)} under {args.controls} controls ({args.engine}), {args.duration:g} s"
+        except NotImplementedError as e:  # MuJoCo C moves any model it compiles
+            raise UsageError(f"{e} (--engine mujoco moves it with MuJoCo C's physics)") from None
+        name = "model" if is_mjcf_string(args.model) else os.path.basename(args.model)
+        stem = os.path.splitext(name)[0]
+        what = f"{name} under {args.controls} controls ({args.engine}), {args.duration:g} s"
         return args.model, qpos, np.array([qpos.shape[1]]), dt, args.output or f"{stem}{suffix}", what, None
     algo, config, actor, policy, meta = _load_run(args.run_dir, args.step)
     try:
@@ -615,56 +731,114 @@ def view(argv: list[str], quiet: bool = False) -> None:
 
 def video(argv: list[str]) -> None:
     """`hurtle video`: a run's policy (or a model) as .mp4 or .gif, rendered by MuJoCo's renderer headless."""
+    from hurtle.extras import require
     from hurtle.io import video as hv
 
     args = _parse(VideoArgs, argv, "hurtle video")
     if args.width <= 0 or args.height <= 0 or not args.fps > 0:
         raise UsageError(f"--width, --height and --fps must be positive, got {args.width}, {args.height}, {args.fps}")
-    if args.output and os.path.splitext(args.output)[1].lower() not in (".mp4", ".gif"):
+    suffix = os.path.splitext(args.output)[1].lower() if args.output else ".mp4"
+    if suffix not in (".mp4", ".gif"):
         raise UsageError(f"{args.output}: the video format is chosen by the suffix, .mp4 or .gif")
-    model, qpos, lengths, dt, path, what, mocap = _shown(args, ".mp4")
+    try:  # what the end needs, checked before the work
+        if suffix == ".mp4":
+            require("video", "writing .mp4 (.gif needs nothing more: -o FILE.gif)")
+        hv.check_available()
+    except (hv.RenderingUnavailable, MissingExtra) as e:
+        raise UsageError(str(e)) from None
+    source = "the model" if args.model is not None else f"the policy of {args.run_dir}"
+    print(f"hurtle video: moving {source} (compiling the task first can take a minute)", flush=True)
+    model, qpos, lengths, dt, path, what, mocap = _shown(args, suffix)
     stride = hv.real_time_stride(dt, args.fps)
+    moved = [None] * len(qpos) if mocap is None else [p[:n:stride] for p, n in zip(mocap, lengths)]
+    poses = [(q[:n:stride], p) for q, n, p in zip(qpos, lengths, moved)]  # the episodes one after another
+    total = sum(len(q) for q, _ in poses)
     try:
         with hv.Renderer(model, args.width, args.height, camera=args.camera) as r:
-            # the episodes one after another, each to its end
-            moved = [None] * len(qpos) if mocap is None else [p[:n:stride] for p, n in zip(mocap, lengths)]
-            frames = np.concatenate([r.frames(q[:n:stride], p) for q, n, p in zip(qpos, lengths, moved)])
+            frames = np.stack(list(_counted(_frames(r, poses), total, "hurtle video: rendering")))
         hv.write(path, frames, fps=1.0 / (stride * dt))
     except (hv.RenderingUnavailable, ImportError, ValueError) as e:
         raise UsageError(str(e)) from None
     print(f"hurtle video: {what}; {len(frames)} frames of {args.width}x{args.height} -> {path}")
 
 
-def envs(argv: list[str]) -> None:
-    """`hurtle envs`: each registered task with its time limit, spaces and the algorithms with a preset for it."""
-    from hurtle.envs import make, names
-    from hurtle.envs.base import Discrete
+def _frames(renderer: Any, poses: list[tuple[np.ndarray, Any]]) -> Any:
+    """Each frame of `poses` (qpos and mocap positions of each episode), in order."""
+    for qpos, mocap in poses:
+        for i, q in enumerate(qpos):
+            yield renderer.render(q, None if mocap is None else mocap[i])
 
+
+def _counted(items: Any, total: int, label: str) -> Any:
+    """`items`, with progress shown: a bar on a terminal, a line every 10 s otherwise."""
+    if sys.stdout.isatty():
+        from rich.progress import track
+
+        yield from track(items, total=total, description=label)
+        return
+    last = time.perf_counter()
+    for i, item in enumerate(items):
+        yield item
+        if time.perf_counter() - last >= 10.0 or i + 1 == total:
+            last = time.perf_counter()
+            print(f"{label}: {i + 1:,}/{total:,} frames", flush=True)
+
+
+def envs(argv: list[str]) -> None:
+    """`hurtle envs [ENV]`: the registered tasks with their time limits, what `hurtle train ENV` runs on this
+    machine and the algorithms with a preset, read from the registry without building any model; with ENV, that
+    task built, its spaces and model."""
+    from hurtle.envs import names
+    from hurtle.envs.registry import time_limit
+
+    if len(argv) > 1 or any(a.startswith("-") for a in argv):
+        raise UsageError(f"hurtle envs takes at most one environment name, got {' '.join(argv)}")
     if argv:
-        raise UsageError(f"hurtle envs takes no arguments, got {' '.join(argv)}")
+        return _describe_env(argv[0])
     presets = {
         (name if arch == "anakin" else f"{name} (sebulba)"): algorithm(name, arch).presets
         for arch in ARCHITECTURES
         for name in ALGORITHMS[arch]
     }
+    accelerator = _has_accelerator()
+    algorithms = {a: tuple(ALGORITHMS[a]) for a in ARCHITECTURES}
+    where = "an accelerator" if accelerator else "this CPU-only machine"
     print(
-        f"{'name':<26} {'time limit':>10} {'obs':>5}  {'action':<14} presets (hurtle train ENV [--arch sebulba] --algo A)"
+        f"{'name':<26} {'time limit':>10}  {'trains with here':<18} presets (hurtle train ENV [--arch sebulba] --algo A)"
     )
     for name in names():
-        try:
-            env = make(name)
-            space = env.action_space
-            action = f"Discrete({space.n})" if isinstance(space, Discrete) else f"Box({space.shape[0]})"
-            obs, limit = str(env.observation_space.shape[0]), str(env.episode_length)
-        except Exception as e:  # a task that fails to build is listed with the reason
-            obs, limit, action = "?", "?", f"({type(e).__name__}: {e})"[:60]
+        chosen = choose(name, accelerator, algorithms)
         tuned = ", ".join(a for a, table in presets.items() if name in table) or "-"
-        print(f"{name:<26} {limit:>10} {obs:>5}  {action:<14} {tuned}")
+        print(f"{name:<26} {time_limit(name):>10}  {chosen.algo + ', ' + chosen.arch:<18} {tuned}")
     gym_ids = sorted({env for table in presets.values() for env in table if env not in names()})
     if gym_ids:
         print("Gymnasium environments with presets (Sebulba, --env-backend gymnasium; any other id works too):")
         for env in gym_ids:
             print(f"  {env:<24} " + ", ".join(a for a, table in presets.items() if env in table))
+    print(f"'trains with here': what `hurtle train ENV` runs on {where} (--arch auto); `hurtle envs ENV`: its spaces")
+
+
+def _describe_env(name: str) -> None:
+    """`hurtle envs ENV`: the task built, with its spaces, time limit and model."""
+    from hurtle.envs import make
+    from hurtle.envs.base import Discrete
+
+    try:
+        env = make(name)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    task, space = env.unwrapped, env.action_space
+    action = f"Discrete({space.n})" if isinstance(space, Discrete) else f"Box({space.shape[0]})"
+    print(f"{name}: {type(task).__module__}.{type(task).__name__}")
+    print(f"  observation    Box({env.observation_space.shape[0]})")
+    print(f"  action         {action}")
+    print(f"  time limit     {env.episode_length} steps")
+    xml = getattr(task, "xml", None)
+    if xml is not None:
+        print(f"  model          {xml}")
+    twin = getattr(task, "gymnasium_id", None)
+    if twin:
+        print(f"  reproduces     Gymnasium's {twin}")
 
 
 def demo(argv: list[str]) -> None:

@@ -59,7 +59,7 @@ def test_bad_values_are_one_line_errors(tmp_path):
         (["train"], "name an environment"),
         (["train", "nope"], "unknown environment 'nope'"),
         (["train", "cartpole", "--num-envs", "abc"], "--num-envs"),
-        (["train", "cartpole", "--num-envs", "-3"], "Config.num_envs must be positive"),
+        (["train", "cartpole", "--num-envs", "-3"], "--num-envs must be positive"),  # the flag, not Config's field
         (["train", "cartpole", "--num-envs", "10", "--unroll-length", "3"], "not divisible by num_minibatches"),
         (["train", "cartpole", "--bogus", "1"], "--bogus"),
         (["train", "cartpole", "--resume"], "--resume needs --run-dir"),
@@ -91,13 +91,25 @@ def test_help_lists_commands_and_config_fields(capsys):
     assert "(default: 64)" in out  # the cartpole preset's num_envs, not Config's
 
 
-def test_envs_lists_the_registry(capsys):
-    from hurtle.envs import names
+def test_envs_lists_the_registry_without_building_a_model(capsys, monkeypatch):
+    """`hurtle envs` reads the registry: no task is built (it took 8-12 s when it built them all), and each row says
+    what `hurtle train ENV` runs here; `hurtle envs ENV` builds that one and shows its spaces."""
+    from hurtle.envs import names, registry
 
-    cli.main(["envs"])
+    def no_build(self, **kwargs):
+        raise AssertionError("hurtle envs built a task")
+
+    with monkeypatch.context() as m:
+        m.setattr(registry._Entry, "build", no_build)
+        cli.main(["envs"])
     out = capsys.readouterr().out
     assert all(name in out for name in names())
-    assert "Discrete(2)" in out.split("cartpole")[1].splitlines()[0]
+    assert "ppo, sebulba" in out.split("\nhopper ")[1].splitlines()[0]  # this CPU-only machine: auto's choice
+    cli.main(["envs", "cartpole"])
+    out = capsys.readouterr().out
+    assert "Discrete(2)" in out and "Box(4)" in out and "500 steps" in out
+    with pytest.raises(SystemExit, match="unknown environment 'nope'"):
+        cli.main(["envs", "nope"])
 
 
 def test_metrics_log_resume_drops_rows_after_the_checkpoint(tmp_path):

@@ -10,7 +10,7 @@ from hurtle.envs import wrappers
 from hurtle.envs.adapters import from_brax, from_gymnax, to_dm_env, to_gymnasium, to_gymnasium_vector
 from hurtle.envs.base import Box, Discrete, Env, State, Wrapper, tree_where
 from hurtle.envs.physics_env import PhysicsEnv
-from hurtle.envs.registry import make, names, register, unregister
+from hurtle.envs.registry import asset_names, asset_path, make, names, register, unregister
 
 __all__ = [
     "Box",
@@ -19,6 +19,8 @@ __all__ = [
     "PhysicsEnv",
     "State",
     "Wrapper",
+    "asset_names",
+    "asset_path",
     "from_brax",
     "from_gymnax",
     "make",

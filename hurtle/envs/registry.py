@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 from collections.abc import Callable
 
 from hurtle.envs.base import Env
@@ -62,6 +63,28 @@ def _entry(name: str) -> _Entry:
         return _REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown environment {name!r}; known: {', '.join(names())}") from None
+
+
+# where hurtle's own model files are (the package's data): the tasks' and the demo's
+ASSET_DIRS = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(__file__)), *parts)
+    for parts in (("envs", "locomotion", "assets"), ("envs", "manipulation", "assets"), ("assets",))
+)
+
+
+def asset_names() -> tuple[str, ...]:
+    """The model files hurtle ships (`asset_path` takes any of them), sorted."""
+    return tuple(sorted(f for d in ASSET_DIRS for f in os.listdir(d) if f.endswith(".xml")))
+
+
+def asset_path(name: str) -> str:
+    """The path of a model file hurtle ships, by file name: `asset_path("ant.xml")` is the ant its `ant` task
+    loads (Gymnasium's Ant-v5 model), for `hurtle.physics.load`; FileNotFoundError listing them otherwise."""
+    for directory in ASSET_DIRS:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"{name}: hurtle ships no such model file; it ships {', '.join(asset_names())}")
 
 
 def make(

@@ -27,6 +27,27 @@ def random_controls(m: mujoco.MjModel, steps: int, seed: int = 0, hold: float = 
     return ctrl
 
 
+def is_mjcf_string(source: str | os.PathLike) -> bool:
+    """Whether `source` is MJCF text rather than a path (as `hurtle.physics.load` tells them apart)."""
+    return isinstance(source, str) and source.lstrip().startswith("<")
+
+
+def compile_model(source: str) -> mujoco.MjModel:
+    """MuJoCo's model of an MJCF/URDF file or MJCF string; FileNotFoundError or ValueError, one line naming it."""
+    from hurtle.physics.model import missing_model_message
+
+    if is_mjcf_string(source):
+        where, build = "<xml string>", mujoco.MjModel.from_xml_string
+    elif not os.path.exists(source):
+        raise FileNotFoundError(missing_model_message(source))
+    else:
+        where, build = source, mujoco.MjModel.from_xml_path
+    try:
+        return build(source)
+    except ValueError as e:
+        raise ValueError(f"{where}: MuJoCo could not compile the model: {' '.join(str(e).split())}") from None
+
+
 def model_motion(
     path: str | os.PathLike,
     seconds: float = 5.0,
@@ -35,15 +56,14 @@ def model_motion(
     engine: Literal["hurtle", "mujoco"] = "hurtle",
     fps: float = 60.0,
 ) -> tuple[np.ndarray, float]:
-    """The model file's `qpos` `[1, frames, nq]` over `seconds` from its initial state, under `random_controls`
-    or none, stepped by hurtle's physics (one compiled scan) or MuJoCo C's; frames a whole number of physics steps
-    apart, about `1 / fps` s. Returns `(qpos, seconds between frames)`."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such model file")
+    """The model's `qpos` `[1, frames, nq]` over `seconds` from its initial state, under `random_controls` or
+    none, stepped by hurtle's physics (one compiled scan) or MuJoCo C's; frames a whole number of physics steps
+    apart, about `1 / fps` s. `path`: an MJCF or URDF file, or an MJCF string. Returns `(qpos, seconds between
+    frames)`."""
     if not seconds > 0:
         raise ValueError(f"model_motion: seconds must be positive, got {seconds}")
-    m = mujoco.MjModel.from_xml_path(path)
+    path = os.fspath(path)
+    m = compile_model(path)
     substeps = max(1, round((1 / fps) / m.opt.timestep))
     nframe = max(1, round(seconds / (substeps * m.opt.timestep)))
     steps = nframe * substeps
@@ -83,4 +103,4 @@ def model_motion(
     return qpos[None], frame_dt
 
 
-__all__ = ["model_motion", "random_controls"]
+__all__ = ["compile_model", "is_mjcf_string", "model_motion", "random_controls"]

@@ -69,6 +69,17 @@ def load_config(run_dir: str) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
 
 
+def run_title(run_dir: str) -> str:
+    """A run's name for plots: its task, algorithm and architecture (from config.json) and its directory."""
+    name = os.path.basename(os.path.normpath(run_dir))
+    try:
+        config = load_config(run_dir)
+    except (FileNotFoundError, ValueError):
+        return name
+    algo, arch = config.get("algo", "ppo"), config.get("arch", "anakin")
+    return f"{config.get('env', '?')}: {algo} ({arch}), run {name}"
+
+
 def read_metrics(run_dir: str) -> tuple[list[str], list[list[str]]]:
     """The header and the complete rows of `metrics.csv` (a last line cut short by a kill is dropped)."""
     path = os.path.join(run_dir, "metrics.csv")
@@ -96,9 +107,15 @@ class MetricsLog:
     CURVE_KEY = "eval/episode_return"
 
     def __init__(
-        self, run_dir: str, columns: Iterable[str] = (), tensorboard: bool = True, resume_step: int | None = None
+        self,
+        run_dir: str,
+        columns: Iterable[str] = (),
+        tensorboard: bool = True,
+        resume_step: int | None = None,
+        title: str | None = None,
     ):
         self.run_dir = run_dir
+        self.title = title
         self._extra = set(columns)
         self._fields: list[str] | None = None
         self._start = time.perf_counter()
@@ -155,7 +172,7 @@ class MetricsLog:
         ax.plot(steps, returns, marker="o")
         ax.set_xlabel("environment steps")
         ax.set_ylabel("evaluation episode return")
-        ax.set_title(os.path.basename(os.path.normpath(self.run_dir)))
+        ax.set_title(self.title or run_title(self.run_dir), fontsize=10)
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
         path = os.path.join(self.run_dir, "learning_curve.png")

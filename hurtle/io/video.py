@@ -22,6 +22,7 @@ import mujoco
 import numpy as np
 
 from hurtle import gl
+from hurtle.extras import require
 from hurtle.io.html import default_follow, mj_model, view_radius
 
 
@@ -61,6 +62,13 @@ def _check_backend() -> None:
         error = "MuJoCo's default, GLFW, needs a display"
     if error is not None:
         raise RenderingUnavailable(gl.unavailable_message(backend, error))
+
+
+def check_available() -> None:
+    """Raise `RenderingUnavailable` (one line) where MuJoCo's renderer is known not to start here, before any work
+    that would be rendered."""
+    _use_headless_backend()
+    _check_backend()
 
 
 def _unavailable(error: Exception) -> RenderingUnavailable:
@@ -146,8 +154,7 @@ class Renderer:
         m.vis.global_.offheight = max(int(m.vis.global_.offheight), height)
         self.model, self.width, self.height = m, width, height
         self.data = mujoco.MjData(m)
-        _use_headless_backend()
-        _check_backend()
+        check_available()
         try:
             self._renderer = mujoco.Renderer(m, height, width)
         except Exception as e:  # the backend's import or context creation: name what to install
@@ -225,12 +232,7 @@ def write(path: str | os.PathLike, frames: Any, fps: float) -> str:
         if suffix == ".gif":
             imageio.mimwrite(tmp, frames, format="GIF", duration=1000.0 / fps, loop=0)
         elif suffix == ".mp4":
-            try:
-                import imageio_ffmpeg  # noqa: F401
-            except ImportError:
-                raise ImportError(
-                    "writing .mp4 needs the imageio-ffmpeg package (pip install 'hurtle[video]'); .gif needs nothing more"
-                ) from None
+            require("video", "writing .mp4 (.gif needs nothing more)")
             # yuv420p (what browsers and players decode) needs even sizes; block size 2 keeps the frame as drawn.
             # The encoder is a subprocess (fork and exec at once): JAX's warning about forking does not apply.
             with warnings.catch_warnings():
@@ -247,4 +249,12 @@ def write(path: str | os.PathLike, frames: Any, fps: float) -> str:
 
 SYSTEM_PACKAGES = gl.SYSTEM_PACKAGES
 
-__all__ = ["SYSTEM_PACKAGES", "Renderer", "RenderingUnavailable", "real_time_stride", "scene_model", "write"]
+__all__ = [
+    "SYSTEM_PACKAGES",
+    "Renderer",
+    "RenderingUnavailable",
+    "check_available",
+    "real_time_stride",
+    "scene_model",
+    "write",
+]

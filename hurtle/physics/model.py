@@ -61,12 +61,21 @@ def load(path_or_xml: str | os.PathLike, nconmax: int | None = None, njmax: int 
     else:
         source = os.fspath(path_or_xml)
         if not os.path.exists(source):
-            raise FileNotFoundError(f"{source}: no such model file")
+            raise FileNotFoundError(missing_model_message(source))
         try:
             mj_model = mujoco.MjModel.from_xml_path(source)
         except ValueError as e:
             raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
     return from_mujoco(mj_model, source=source, nconmax=nconmax, njmax=njmax)
+
+
+def missing_model_message(source: str) -> str:
+    """One line for a model path that does not exist (the text shortened where it is not a path at all)."""
+    shown = source if len(source) <= 200 and "\n" not in source else repr(source[:60]) + "..."
+    return (
+        f"{shown}: no such model file (give a path to an MJCF or URDF file, or an MJCF string; the model files "
+        f"hurtle's tasks use: hurtle.envs.asset_path(NAME), e.g. asset_path('ant.xml'))"
+    )
 
 
 def _names(m: mujoco.MjModel) -> dict[str, tuple[str, ...]]:

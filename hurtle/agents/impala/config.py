@@ -7,6 +7,7 @@ import dataclasses
 from typing import Literal
 
 from hurtle.agents.config import RunConfig, check_positive, check_unit, check_widths
+from hurtle.extras import require
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +96,8 @@ class Config(RunConfig):
             raise ValueError(
                 f"Config.nconmax applies to hurtle's physics; {self.env_backend} environments have no contact cap"
             )
+        if self.env_backend == "envpool":
+            require("envpool", "Config.env_backend envpool")
         return self
 
 

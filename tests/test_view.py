@@ -31,7 +31,7 @@ def _rollout_data(path):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("view") / "run"
-    cli.main(["train", "inverted_pendulum", "--run-dir", str(run_dir), *TINY])
+    cli.main(["train", "inverted_pendulum", "--arch", "anakin", "--run-dir", str(run_dir), *TINY])
     return run_dir
 
 

@@ -119,8 +119,9 @@ def test_random_contact_scenes_match_mujoco(seed):
       and every row's efc_force within TOL (how contacts become rows and forces, on its own);
     - end to end, from our own contacts, within TOL where every contact is exact.
 
-    Scene 0 holds a cylinder lying on a face: against MuJoCo 4.0.0, whose side line 4.0.1 moved (`multiccd.
-    _cylinder_side`), its contacts were 3.6e-4 apart (CONVEX_TOL 1e-4); against 4.0.1, within it."""
+    Scene 0: a convex pair's contacts were 3.6e-4 from MuJoCo 4.0.0's (CONVEX_TOL 1e-4) once 4.0.1 moved the
+    reference (benchmarks/NOTES.md §50); hurtle's one change for 4.0.1, a cylinder's side line on a face
+    (`multiccd._cylinder_side`), brings it within CONVEX_TOL of 4.0.1's."""
     mm = tight(mujoco.MjModel.from_xml_string(scenes.scene(seed)))
     model = hp.from_mujoco(mm)
     given = hp.from_mujoco(mm, contact_dims=model.contact_dim)  # the same slots and rows, no collision

@@ -8,7 +8,7 @@ auto-reset, observation and reward), stepped with uniform random actions inside 
 --nsteps steps. MJX: `mjx.step` applied `frame_skip` times per env step on Gymnasium's own model file
 (physics only: no observation, reward or reset), the same batch and scan. PGS models are given Newton in
 MJX (it refuses PGS; hurtle solves them with Newton). Each engine and task runs in its own process, with
-a timeout. The table is appended to benchmarks/RESULTS.md.
+a timeout. The table is appended to benchmarks/HISTORY.md; the current figure is curated into RESULTS.md.
 """
 
 from __future__ import annotations
@@ -125,7 +125,11 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--engines", nargs="+", default=list(ENGINES))
     p.add_argument("--timeout", type=float, default=600)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "HISTORY.md"),
+        help="append the table here (default: benchmarks/HISTORY.md; the current figure is curated into RESULTS.md)",
+    )
     p.add_argument("--nconmax", type=int, help="hurtle's contact cap per condim for every task (MJX: none)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -13,7 +13,8 @@ random actions:
 - memory: XLA's compiled temporary bytes (`memory_analysis().temp_size_in_bytes`) of `grad` of a --horizon
   step rollout's loss, for the implicit derivative (adaptive solver) and for the unrolled one in fixed mode
   with 4 and 16 iterations: the unrolled backward stores every iteration of every step.
-Prints a markdown table (append it to RESULTS.md by hand with the machine named).
+Prints a markdown table (append it to benchmarks/HISTORY.md by hand with the machine named; the current figure is
+curated into RESULTS.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Load time and peak memory of `hurtle.physics.from_mujoco` on large models written elsewhere.
 
     python benchmarks/load.py                 # the default models of those packages that are installed
-    python benchmarks/load.py --record        # and append the table to benchmarks/RESULTS.md
+    python benchmarks/load.py --record        # and append the table to benchmarks/HISTORY.md
     python benchmarks/load.py path/to/a.xml   # any model files
 
 Each model loads in a child process of its own: MuJoCo compiles the file first (not timed), then the
@@ -111,7 +111,11 @@ def main() -> None:
     p.add_argument("paths", nargs="*", help="model files (default: the packages' largest models)")
     p.add_argument("--cap-gb", type=float, default=16.0, help="each child's address-space cap")
     p.add_argument("--timeout", type=float, default=300.0, help="each child's time limit (s)")
-    p.add_argument("--record", action="store_true", help="append the table to benchmarks/RESULTS.md")
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="append the table to benchmarks/HISTORY.md (the current figure is curated into RESULTS.md)",
+    )
     p.add_argument("--label", default="", help="a note for the table's heading (the commit, say)")
     args = p.parse_args()
     paths = [("file", "", x) for x in args.paths] or default_paths()
@@ -129,7 +133,7 @@ def main() -> None:
     if args.record:
         head = f"\n## from_mujoco load time and peak memory, {datetime.date.today()} {args.label}\n"
         head += f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; {sys.version.split()[0]}\n\n"
-        with open(os.path.join(os.path.dirname(__file__), "RESULTS.md"), "a") as f:
+        with open(os.path.join(os.path.dirname(__file__), "HISTORY.md"), "a") as f:
             f.write(head + "\n".join(rows) + "\n")
 
 

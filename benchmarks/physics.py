@@ -8,9 +8,10 @@
 For each model: compile + first call (s) and steady-state physics steps/s for hurtle and MJX
 (jit(vmap(step)) inside a lax.scan of --nsteps steps), and MuJoCo C's mujoco.batch.Batch on all
 threads, run in a subprocess (creating a Batch before compiling with JAX in the same process has
-hung). The table, with the machine described, is appended to benchmarks/RESULTS.md. Every JAX engine compiles
-with XLA's default code generation: hurtle's worker runs without the flag `import hurtle` adds for its users
-(`HURTLE_XLA_FLAGS=on python benchmarks/physics.py ...` times hurtle as users get it).
+hung). The table, with the machine described, is appended to benchmarks/HISTORY.md; the current figure is curated
+into benchmarks/RESULTS.md. Every JAX engine compiles with XLA's default code generation: hurtle's worker runs
+without the flag `import hurtle` adds for its users (`HURTLE_XLA_FLAGS=on python benchmarks/physics.py ...` times
+hurtle as users get it).
 
 --mode full (the default) keeps contacts and every constraint on with each model's own solver settings
 (PGS models get Newton in every engine); `nocontact` and `smooth` turn contacts or all constraints off, in
@@ -535,7 +536,11 @@ def main(argv=None):
     p.add_argument("--warp-njmax", type=int, default=None, help="MuJoCo Warp: constraint rows per world (its default)")
     p.add_argument("--brax-python", default=BRAX_PYTHON, help="the interpreter of Brax's virtualenv")
     p.add_argument("--brax-backend", choices=["generalized", "positional", "spring"], default="generalized")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "HISTORY.md"),
+        help="append the table here (default: benchmarks/HISTORY.md; the current figure is curated into RESULTS.md)",
+    )
     p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.iterations is not None and args.iterations < 1:

@@ -14,7 +14,7 @@ model, as the median and the largest over the snapshots:
   grows with the horizon for any two engines; the float64 column is the floor to read float32 against.
 
 Models are loaded as `benchmarks/physics.py --mode full` loads them (PGS models solved with Newton by both
-engines). The table is appended to benchmarks/RESULTS.md.
+engines). The table is appended to benchmarks/HISTORY.md; the current figure is curated into RESULTS.md.
 """
 
 from __future__ import annotations
@@ -129,7 +129,11 @@ def main() -> None:
     p.add_argument("--horizon", type=int, default=100, help="steps of the longer comparison")
     p.add_argument("--every", type=int, default=25, help="MuJoCo steps between snapshots")
     p.add_argument("--timeout", type=int, default=900)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "HISTORY.md"),
+        help="append the table here (default: benchmarks/HISTORY.md; the current figure is curated into RESULTS.md)",
+    )
     p.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.worker:

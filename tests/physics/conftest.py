@@ -50,3 +50,14 @@ def _level0_compiles(request, monkeypatch):
 def _free_compiled_programs():
     yield
     jax.clear_caches()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing physics test names the MuJoCo it was compared with: the reference moves with each release."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        import mujoco
+
+        report.sections.append(("parity reference", f"MuJoCo {mujoco.__version__} ({mujoco.__file__})"))

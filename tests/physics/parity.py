@@ -241,6 +241,46 @@ def mujoco_random_walk(mj_model: mujoco.MjModel, rng: np.random.Generator, round
         yield md
 
 
+KNIFE_NUDGE = 1e-9  # how far a state is nudged (in joint space) to see whether MuJoCo's own answer holds still
+KNIFE_JUMP = 1e-4  # a relative change of qacc or sensordata past this under such a nudge marks a knife edge: a
+# contact stiffness moves qacc by ~1e-6 relative under 1e-9, where a rounding-level tie (EPA's choice of a height
+# field's prism, two faces parallel) moves it by 1e-3 to 10 (benchmarks/NOTES.md §52)
+
+
+def knife_edge(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, nudges: int = 3) -> float:
+    """How much MuJoCo's own qacc and sensordata move (relative, the largest) when the state's qpos moves by
+    KNIFE_NUDGE in `nudges` random joint-space directions: above KNIFE_JUMP, the state is a knife edge, where
+    no engine can be held to MuJoCo's answer."""
+    m = mj_model
+    base = np.concatenate([mj_data.qacc, mj_data.sensordata])
+    scale = np.max(np.abs(base), initial=0.0) + 1.0
+    probe = mujoco.MjData(m)
+    worst = 0.0
+    for _ in range(nudges):
+        mujoco.mj_copyData(probe, m, mj_data)
+        dq = rng.standard_normal(m.nv)
+        mujoco.mj_integratePos(m, probe.qpos, dq * (KNIFE_NUDGE / max(np.linalg.norm(dq), 1e-300)), 1.0)
+        mujoco.mj_forward(m, probe)
+        moved = np.concatenate([probe.qacc, probe.sensordata])
+        worst = max(worst, float(np.max(np.abs(moved - base), initial=0.0) / scale))
+    return worst
+
+
+def off_knife_edge(
+    mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, tries: int = 20
+) -> tuple[mujoco.MjData, int]:
+    """`mj_data`, or a nearby state that is not a knife edge (`knife_edge` at most KNIFE_JUMP): each move is one
+    more MuJoCo step from the last state tried (a state the trajectory visits), at most `tries` of them. Returns
+    the state (forwarded) and how many moves it took (0: the state was steady); RuntimeError if none was."""
+    m = mj_model
+    for moves in range(tries + 1):
+        if knife_edge(m, mj_data, rng) <= KNIFE_JUMP:
+            return mj_data, moves
+        mujoco.mj_step(m, mj_data)
+        mujoco.mj_forward(m, mj_data)
+    raise RuntimeError(f"no state off a knife edge within {tries} steps (knife edges everywhere: check the model)")
+
+
 def actuator_moment(mj_model: mujoco.MjModel, mj_data: mujoco.MjData) -> np.ndarray:
     """MuJoCo's sparse actuator_moment as a dense (nu, nv) matrix."""
     out = np.zeros((mj_model.nu, mj_model.nv))

@@ -140,7 +140,10 @@ def test_cylinder_on_faces_multiccd():
     either cap on a box and on a box-shaped mesh (a clipped 16-gon: four contacts) or lying on its side (the
     side line: two). A cap in a face clips it to an affine image of the regular 16-gon, on which rotated
     quadrilaterals tie exactly in area and rounding picks one (`collision_convex`): where hurtle's four
-    contacts are not MuJoCo's, they must be as many, with MuJoCo's normal, spanning as large a polygon."""
+    contacts are not MuJoCo's, they must be as many, with MuJoCo's normal, spanning as large a polygon.
+
+    MuJoCo 4.0.0's lying cylinders (its side line through the contact feature's vertex, where 4.0.1 takes the support
+    line along the face's normal) put the two contacts on the crate 1.6e-4 and 1.8e-4 from 4.0.1's (trials 26, 30)."""
     only = 'contype="1" conaffinity="0"'  # the cylinders touch the box and the mesh, not each other
     xml = f"""<mujoco>{ASSETS}<option gravity="0 0 0"/><worldbody>
       <body><freejoint/><geom name="c1" type="cylinder" size=".02 .015" {only}/></body>

@@ -182,6 +182,41 @@ def test_rangefinders_against_a_height_field():
     assert 6 <= np.sum(md.sensordata > 0) <= 20  # hits and misses
 
 
+STATIC = """<mujoco><option gravity="0.3 -0.2 -9.81"/><worldbody>
+  <body name="welded" pos="0 0 1" euler="0 30 10"><geom size=".1"/><site name="s" pos=".05 0 0" euler="20 0 0"/>
+    <body name="child" pos=".3 0 0"><geom size=".05" mass="2"/></body></body>
+  <body name="mocap" mocap="true" pos="1 0 1"><geom size=".1" contype="0"/><site name="m"/></body>
+  <body name="arm" pos="2 0 1"><joint type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+    <site name="tip" pos=".3 0 0"/></body>
+  <site name="w" pos="0 0 2" euler="45 0 0"/>
+</worldbody><sensor>
+  <accelerometer site="s"/><accelerometer site="m"/><accelerometer site="w"/><accelerometer site="tip"/>
+  <framelinacc objtype="site" objname="s"/><frameangacc objtype="site" objname="s"/>
+  <framelinacc objtype="body" objname="child"/><framelinacc objtype="xbody" objname="mocap"/>
+  <framelinacc objtype="site" objname="w"/><velocimeter site="s"/><gyro site="s"/>
+  <force site="s"/><torque site="s"/><force site="m"/><framelinvel objtype="site" objname="s"/>
+</sensor></mujoco>"""
+
+
+def test_sensors_on_bodies_without_dofs():
+    """Sensors on the world, a body welded to it and a mocap body: MuJoCo 4's accelerometers and frame
+    accelerations there read gravity alone (an accelerometer at rest reads g in its frame), force sensors the weight
+    they hold. hurtle read 0 on every accelerometer of dm_control's humanoid_CMU_V2019/V2020 (a root without a joint
+    until composer attaches one), with qacc equal to 1e-14."""
+    mm = mujoco.MjModel.from_xml_string(STATIC)
+    model = hp.from_mujoco(mm)
+    rng = np.random.default_rng(3)
+    refs = [mujoco.MjData(mm) for _ in range(2)]
+    for d in refs:
+        d.qpos[:] = rng.uniform(-1, 1, mm.nq)
+        d.qvel[:] = rng.uniform(-1, 1, mm.nv)
+        mujoco.mj_forward(mm, d)
+    static_acc = refs[0].sensordata[mm.sensor_adr[0] : mm.sensor_adr[0] + 3]
+    assert np.linalg.norm(static_acc) == pytest.approx(np.linalg.norm([0.3, -0.2, -9.81]))  # g, in the site's frame
+    ours = P.batched(hp.forward)(model, P.batch_data(model, mm, refs))
+    _check(mm, ours, refs, "static bodies")
+
+
 def test_models_without_sensors_skip_them():
     mm = mujoco.MjModel.from_xml_string(_variant().split("<sensor>")[0] + "</mujoco>")
     model = hp.from_mujoco(mm)

@@ -96,7 +96,7 @@ PPO: dict[str, dict[str, Any]] = {
     # untuned
     "pusher": _locomotion(),
     # with 4 x 8 these two stall (reacher -8.7 after 1.35M steps, swimmer 54 after 1.2M, discount 0.9999): they
-    # train with APG and ARS on hurtle's physics instead (RESULTS.md)
+    # train with APG and ARS on hurtle's physics instead (benchmarks/HISTORY.md, 2026-11-28)
     "reacher": _locomotion(),
     "swimmer": _locomotion(discount=0.9999),
 }

@@ -135,7 +135,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Brax pusher: 50M steps, reward scaling 5, unroll 30, 16 minibatches, 8 updates, discount 0.95, lr 3e-4,
     # entropy 1e-2, 2048 envs, batch 512 (4 unrolls); Gymnasium's pusher episodes are 100 steps
     "pusher": _brax(2048, 30 * 4, 8, 50_000_000, 0.95, 3e-4, 1e-2, 5.0, num_minibatches=16, episode_length=100),
-    # hurtle's target tasks (benchmarks/RESULTS.md, "target tasks", 2-core CPU shared with a second run):
+    # hurtle's target tasks (benchmarks/RESULTS.md, "hurtle's target tasks", 2-core CPU shared with a second run):
     # ur5e_reach 92.7% of its targets within 2 cm after 576k steps (9.7 min), 95% at the end; ur5e_push 90% after
     # 448k (24.5 min); fetch 3 targets per episode after 384k (5.5 min); grasp below
     "ur5e_reach": _target_task(1_536_000, 250),
@@ -144,7 +144,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "fetch": _target_task(6_016_000, 1000, discount=0.99),
     # the training episodes start 20% with the open hand around the ball, 20% with it straight over the ball and
     # 20% with the ball held (evaluation: the registered resets); in 30 minutes (1.73M steps) the ball held 3.1 s
-    # per 20-s episode from the registered resets, no carry yet (RESULTS.md, "grasp, session 47")
+    # per 20-s episode from the registered resets, no carry yet (benchmarks/HISTORY.md, "grasp, session 47")
     # 1,000-step episodes: 64 evaluation episodes every 20 iterations stepped as many environments as training
     # did, so 32 every 40 (a fifth of the steps)
     "grasp": _target_task(

@@ -36,7 +36,7 @@ def _brax(num_timesteps: int, batch_size: int, grad_updates_per_step: int, rewar
 def _cpu(num_timesteps: int, **rest: Any):
     """SB3's RL Zoo MuJoCo settings, batched for a CPU: 8 environments and 8 updates of batch 256 per step
     (one update per env step, as SB3's), replay 10^6 learning from 10,000, lr 3e-4, discount 0.99, no reward
-    scaling; evaluated every 10,000 env steps over 10 episodes. Measured on a 2-core CPU in RESULTS.md."""
+    scaling; evaluated every 10,000 env steps over 10 episodes. Measured on a 2-core CPU: benchmarks/HISTORY.md."""
     return dict(
         num_envs=8,
         steps_per_iteration=1250,  # 10,000 env steps per iteration
@@ -92,12 +92,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         checkpoint_every=4,
     ),
     # SB3-like settings on 8 environments (Brax's, below, need an accelerator's 128 environments and 64
-    # updates per step): 2,500 after 100k env steps in ~12 minutes on a 2-core CPU (RESULTS.md, 2026-11-27)
+    # updates per step): 2,500 after 100k env steps in ~12 minutes on a 2-core CPU (benchmarks/HISTORY.md, 2026-11-27)
     "hopper": _cpu(1_000_000),
     # Brax walker2d: its hopper settings (6.55M steps, batch 512, 64 updates per step, reward scaling 30) with
     # batch 128, 32 updates per step, reward scaling 5
     "walker2d": _brax(7_864_320, 128, 32, 5.0),
-    # hopper's CPU settings (SB3's RL Zoo uses the same for HalfCheetah); RESULTS.md has the measured run
+    # hopper's CPU settings (SB3's RL Zoo uses the same for HalfCheetah); benchmarks/HISTORY.md (2026-11-28) has the run
     "halfcheetah": _cpu(1_000_000),
     # Brax publishes no SAC settings for ant; hopper's (its closest published task) with Brax's ant budget
     "ant": _brax(6_553_600, 512, 64, 5.0),

@@ -44,15 +44,14 @@ def contacts_per_pair(t1: int, t2: int) -> int:
 # --- features of each shape ---
 
 
-def _feature_dim(idx, pts):
+def _feature_dim(idx):
     """How many distinct features (1, 2 or 3) of one shape a face's three vertices came from, the
     distinct ones first (MuJoCo's feature dimension)."""
     i1, i2, i3 = idx[0], idx[1], idx[2]
     distinct = i1 != i2
     dim = jnp.where(distinct, jnp.where((i3 == i1) | (i3 == i2), 2, 3), jnp.where(i1 != i3, 2, 1))
     fidx = jnp.where(distinct, idx, jnp.stack([i1, i3, i3]))
-    fpts = jnp.where(distinct, pts, jnp.stack([pts[0], pts[2], pts[2]]))
-    return dim, fidx, fpts
+    return dim, fidx
 
 
 _BOX_FACE_NORMALS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
@@ -128,11 +127,11 @@ def _face_normals(t, dim, fidx, mat, size, direction):
     raise NotImplementedError(f"multi-contact face normals of geom type {t}")
 
 
-def _edge(t, dim, fidx, fpts, pos, mat, size, margin, x):
+def _edge(t, dim, fidx, pos, mat, size, x):
     """The edges a contact may lie on: their directions (k, 3, unit), common start, ends (k, 3), valid (k,).
 
-    A capsule's edge is its side line through the witness point x; a cylinder's, the side line
-    through the face's first vertex (on the rim), from the cap it came from to the other; a box's, the
+    A capsule's edge is its side line through the witness point x; a cylinder's, its axis (the side line is
+    chosen once the face is, `_cylinder_side`); a box's, the
     feature's edge, or the three edges at its vertex; a mesh's, the feature's edge, or at a vertex the
     edge to its predecessor in each polygon there.
     """
@@ -153,18 +152,9 @@ def _edge(t, dim, fidx, fpts, pos, mat, size, margin, x):
         pr = math.dot(x - pos, axis)
         start, end = x + axis * (-pr - size[1]), x + axis * (-pr + size[1])
         return axis[None], start, end[None], jnp.ones(1, bool)
-    if t == CYLINDER:
-        sgn = jnp.where(fidx[0] != 0, 1.0, -1.0)
-        v = fpts[0]
-        diff = v - pos
-        l0, l1 = math.dot(mat[:, 0], diff), math.dot(mat[:, 1], diff)
-        n2 = l0 * l0 + l1 * l1
-        ok = n2 >= MINVAL * MINVAL
-        scl = jnp.where(ok, size[0] / jnp.sqrt(jnp.where(ok, n2, 1.0)), 0.0)
-        rim = mat @ jnp.stack([scl * l0, scl * l1, -sgn * size[1]]) + pos
-        v = jnp.where(margin > 0, rim, v)
-        n = axis * sgn
-        return n[None], v, (v + n * (2.0 * size[1]))[None], ((dim == 1) | (dim == 2))[None]
+    if t == CYLINDER:  # the direction only: which side line lies in the face depends on the face (_cylinder_side)
+        n = axis * jnp.where(fidx[0] != 0, 1.0, -1.0)
+        return n[None], pos, (pos + n)[None], ((dim == 1) | (dim == 2))[None]
     if t == BOX:
         c1 = _box_corner(fidx[0], size)
         v1 = mat @ c1 + pos
@@ -174,6 +164,23 @@ def _edge(t, dim, fidx, fpts, pos, mat, size, margin, x):
         valid = jnp.where(dim == 2, jnp.arange(3) == 0, dim == 1)
         return dirs, v1, ends, valid
     raise NotImplementedError(f"multi-contact edges of geom type {t}")
+
+
+def _cylinder_side(pos, mat, size, fidx, toward):
+    """A cylinder's side line that lies in a face: the support line along `toward` (against the face's normal),
+    from the rim of the cap the contact feature came from to the other's; (start, end).
+
+    MuJoCo 4.0.1 ("single-shot multicontact for cylinder edge collisions", #3748/#3752) takes this line; 4.0.0 took
+    the side line through the contact feature's first vertex, which follows the contact's direction rather than the
+    face's: where that direction leans (a contact at the face's rim) the two lines differ by millimetres, and the
+    support line can leave the face altogether (then no multi-contact: the single contact stands)."""
+    sgn = jnp.where(fidx[0] != 0, 1.0, -1.0)
+    l0, l1 = math.dot(mat[:, 0], toward), math.dot(mat[:, 1], toward)
+    n2 = l0 * l0 + l1 * l1
+    ok = n2 >= MINVAL * MINVAL
+    scl = jnp.where(ok, size[0] / jnp.sqrt(jnp.where(ok, n2, 1.0)), 0.0)
+    start = mat @ jnp.stack([scl * l0, scl * l1, -sgn * size[1]]) + pos
+    return start, start + mat[:, 2] * (sgn * 2.0 * size[1])
 
 
 def _face(t, face_id, pos, mat, size):
@@ -346,8 +353,8 @@ def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
     pos1, mat1, size1 = g1
     pos2, mat2, size2 = g2
     dtype = x1.dtype
-    dim1, fidx1, fpts1 = _feature_dim(face["idx"][:, 0], face["p1"])
-    dim2, fidx2, fpts2 = _feature_dim(face["idx"][:, 1], face["p2"])
+    dim1, fidx1 = _feature_dim(face["idx"][:, 0])
+    dim2, fidx2 = _feature_dim(face["idx"][:, 1])
     wdir = x2 - x1
     n1, id1, ok1 = _face_normals(t1, dim1, fidx1, mat1, size1, -wdir)
     n2, id2, ok2 = _face_normals(t2, dim2, fidx2, mat2, size2, wdir)
@@ -377,25 +384,26 @@ def multicontact(t1: int, t2: int, g1, g2, margin, x1, x2, face):
     any1, any2 = jnp.any(ok1), jnp.any(ok2)
     edge1 = ~ff_found & (dim1 < 3) & any2 & ((dim1 <= dim2) | ~any1)
 
-    def edge_on_face(te, dime, fidxe, fptse, ge, xe, nf, idf, okf, tf, gf, direction):
+    def edge_on_face(te, dime, fidxe, ge, xe, nf, idf, okf, tf, gf, direction):
         """An edge of one shape lying in a face of the other: (found, count, w_edge, w_face, dist, n_face)."""
-        en, v, ends, has = _edge(te, dime, fidxe, fptse, *ge, margin, xe)
+        en, v, ends, has = _edge(te, dime, fidxe, *ge, xe)
         # the first face (then edge) within the tolerance, faces pointing along the contact direction
         hit = (okf & (math.dot(nf, direction) > MINVAL))[:, None] & has[None, :]
         hit = hit & (jnp.abs(nf @ en.T) < EDGE_TOL)
         first = jnp.argmax(hit.reshape(-1))
         j, e = first // hit.shape[1], first % hit.shape[1]
         f, nface = _face(tf, idf[j], *gf)
-        cnt, wf, we, dd = _clip(f, nface, jnp.stack([v, ends[e]]), 2, nf[j], -nf[j], mtot)
+        segment = jnp.stack(_cylinder_side(*ge, fidxe, -nf[j])) if te == CYLINDER else jnp.stack([v, ends[e]])
+        cnt, wf, we, dd = _clip(f, nface, segment, 2, nf[j], -nf[j], mtot)
         return jnp.any(hit), cnt, we, wf, dd, nf[j]
 
     found1 = jnp.zeros((), bool)
     if _has_edges(t1) and _has_faces(t2):
-        found1, cnt, we, wf, dd, nf = edge_on_face(t1, dim1, fidx1, fpts1, g1, x1, n2, id2, ok2, t2, g2, wdir)
+        found1, cnt, we, wf, dd, nf = edge_on_face(t1, dim1, fidx1, g1, x1, n2, id2, ok2, t2, g2, wdir)
         cases.append((edge1 & found1, cnt, we, wf, dd, -nf))
     edge2 = ~ff_found & ~(edge1 & found1) & (dim2 < 3)
     if _has_faces(t1) and _has_edges(t2):
-        found, cnt, we, wf, dd, nf = edge_on_face(t2, dim2, fidx2, fpts2, g2, x2, n1, id1, ok1, t1, g1, -wdir)
+        found, cnt, we, wf, dd, nf = edge_on_face(t2, dim2, fidx2, g2, x2, n1, id1, ok1, t1, g1, -wdir)
         cases.append((edge2 & found, cnt, wf, we, dd, nf))
 
     count = jnp.zeros((), jnp.int32)

@@ -83,7 +83,12 @@ def _wrap_circle(end, side, has_side, radius):
     dd = jnp.sum(dif * dif, -1)
     a = jnp.clip(-jnp.sum(dif * e0, -1) / jnp.where(dd < MINVAL, 1.0, dd), 0.0, 1.0)
     near = a[..., None] * dif + e0
-    clear = (jnp.sum(near * near, -1) > sqrad) & (~has_side | (jnp.sum(side * near, -1) >= 0))
+    # clear of the circle: no wrap, unless a side site lies behind the segment's path, between its ends as seen from
+    # the centre (MuJoCo 4: a side site beyond both ends, though opposite the path, no longer pulls it round)
+    between = (e0[..., 0] * side[..., 1] - e0[..., 1] * side[..., 0]) * (
+        e1[..., 0] * side[..., 1] - e1[..., 1] * side[..., 0]
+    ) < 0
+    clear = (jnp.sum(near * near, -1) > sqrad) & (~has_side | (jnp.sum(side * near, -1) >= 0) | ~between)
     fail = (sq0 < sqrad) | (sq1 < sqrad) | (radius < MINVAL) | (dd < MINVAL) | clear
     s0 = jnp.sqrt(jnp.maximum(sq0 - sqrad, 0.0))
     s1 = jnp.sqrt(jnp.maximum(sq1 - sqrad, 0.0))

@@ -247,22 +247,25 @@ KNIFE_JUMP = 1e-4  # a relative change of qacc or sensordata past this under suc
 # field's prism, two faces parallel) moves it by 1e-3 to 10 (benchmarks/NOTES.md §52)
 
 
-def knife_edge(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, nudges: int = 3) -> float:
+def knife_edge(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, nudges: int = 4) -> float:
     """How much MuJoCo's own qacc and sensordata move (relative, the largest) when the state's qpos moves by
-    KNIFE_NUDGE in `nudges` random joint-space directions: above KNIFE_JUMP, the state is a knife edge, where
-    no engine can be held to MuJoCo's answer."""
+    KNIFE_NUDGE along `nudges` random joint-space directions, each way (a tie one rounding away flips for one of
+    the two signs far more often than for one random direction: about half of those): above KNIFE_JUMP, the state
+    is a knife edge, where no engine can be held to MuJoCo's answer."""
     m = mj_model
     base = np.concatenate([mj_data.qacc, mj_data.sensordata])
     scale = np.max(np.abs(base), initial=0.0) + 1.0
     probe = mujoco.MjData(m)
     worst = 0.0
     for _ in range(nudges):
-        mujoco.mj_copyData(probe, m, mj_data)
         dq = rng.standard_normal(m.nv)
-        mujoco.mj_integratePos(m, probe.qpos, dq * (KNIFE_NUDGE / max(np.linalg.norm(dq), 1e-300)), 1.0)
-        mujoco.mj_forward(m, probe)
-        moved = np.concatenate([probe.qacc, probe.sensordata])
-        worst = max(worst, float(np.max(np.abs(moved - base), initial=0.0) / scale))
+        dq *= KNIFE_NUDGE / max(np.linalg.norm(dq), 1e-300)
+        for sign in (1.0, -1.0):
+            mujoco.mj_copyData(probe, m, mj_data)
+            mujoco.mj_integratePos(m, probe.qpos, sign * dq, 1.0)
+            mujoco.mj_forward(m, probe)
+            moved = np.concatenate([probe.qacc, probe.sensordata])
+            worst = max(worst, float(np.max(np.abs(moved - base), initial=0.0) / scale))
     return worst
 
 

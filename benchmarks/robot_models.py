@@ -86,14 +86,24 @@ def check(mm: mujoco.MjModel, path: str) -> tuple[str, str]:
     forward = jax.jit(hp.forward)
     worst, contacts, moved = 0.0, 0, 0
     rng = np.random.default_rng(0)
+    unstable = 0  # states no small move took off a knife edge: hurtle is held to the nearest of MuJoCo's answers
     for md in P.mujoco_random_walk(mm, rng, rounds=3, steps=100):
-        md, moves = P.off_knife_edge(mm, md, rng)
+        try:
+            md, moves = P.off_knife_edge(mm, md, rng)
+            answers = [np.concatenate([md.qacc, md.sensordata])]
+        except RuntimeError:
+            moves, unstable = 0, unstable + 1
+            answers = P.nudged_answers(mm, md, rng, nudges=16)
         moved += moves > 0
         out = forward(model, hp.from_mjdata(model, md, mm))
-        worst = max(worst, rel(out.qacc, md.qacc), rel(out.sensordata, md.sensordata))
+        ours = np.concatenate([np.asarray(out.qacc), np.asarray(out.sensordata)])
+        worst = max(worst, min(max(rel(ours[: mm.nv], a[: mm.nv]), rel(ours[mm.nv :], a[mm.nv :])) for a in answers))
         contacts += md.ncon
     status = "match" if worst <= TOL else "differs"
-    return status, f"worst {worst:.1e}, {contacts} contacts seen, {moved} of 3 states moved off a knife edge"
+    detail = f"worst {worst:.1e}, {contacts} contacts seen, {moved} of 3 states moved off a knife edge"
+    if unstable:
+        detail += f", {unstable} on a knife edge no move left (compared with the nearest of MuJoCo's nudged answers)"
+    return status, detail
 
 
 def main() -> None:

@@ -247,16 +247,15 @@ KNIFE_JUMP = 1e-4  # a relative change of qacc or sensordata past this under suc
 # field's prism, two faces parallel) moves it by 1e-3 to 10 (benchmarks/NOTES.md §52)
 
 
-def knife_edge(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, nudges: int = 4) -> float:
-    """How much MuJoCo's own qacc and sensordata move (relative, the largest) when the state's qpos moves by
-    KNIFE_NUDGE along `nudges` random joint-space directions, each way (a tie one rounding away flips for one of
-    the two signs far more often than for one random direction: about half of those): above KNIFE_JUMP, the state
-    is a knife edge, where no engine can be held to MuJoCo's answer."""
+def nudged_answers(
+    mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, nudges: int = 4
+) -> list[np.ndarray]:
+    """MuJoCo's qacc and sensordata (concatenated) at the state and with its qpos moved by KNIFE_NUDGE along
+    `nudges` random joint-space directions, each way (a tie one rounding away flips for one of the two signs far
+    more often than for one random direction)."""
     m = mj_model
-    base = np.concatenate([mj_data.qacc, mj_data.sensordata])
-    scale = np.max(np.abs(base), initial=0.0) + 1.0
+    out = [np.concatenate([mj_data.qacc, mj_data.sensordata])]
     probe = mujoco.MjData(m)
-    worst = 0.0
     for _ in range(nudges):
         dq = rng.standard_normal(m.nv)
         dq *= KNIFE_NUDGE / max(np.linalg.norm(dq), 1e-300)
@@ -264,24 +263,35 @@ def knife_edge(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.
             mujoco.mj_copyData(probe, m, mj_data)
             mujoco.mj_integratePos(m, probe.qpos, sign * dq, 1.0)
             mujoco.mj_forward(m, probe)
-            moved = np.concatenate([probe.qacc, probe.sensordata])
-            worst = max(worst, float(np.max(np.abs(moved - base), initial=0.0) / scale))
-    return worst
+            out.append(np.concatenate([probe.qacc, probe.sensordata]))
+    return out
+
+
+def knife_edge(mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, nudges: int = 4) -> float:
+    """How much MuJoCo's own qacc and sensordata move (relative, the largest) under `nudged_answers`' nudges: above
+    KNIFE_JUMP, the state is a knife edge, where no engine can be held to MuJoCo's one answer."""
+    base, *moved = nudged_answers(mj_model, mj_data, rng, nudges)
+    scale = np.max(np.abs(base), initial=0.0) + 1.0
+    return max(float(np.max(np.abs(x - base), initial=0.0) / scale) for x in moved)
 
 
 def off_knife_edge(
-    mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, tries: int = 20
+    mj_model: mujoco.MjModel, mj_data: mujoco.MjData, rng: np.random.Generator, tries: int = 12
 ) -> tuple[mujoco.MjData, int]:
-    """`mj_data`, or a nearby state that is not a knife edge (`knife_edge` at most KNIFE_JUMP): each move is one
-    more MuJoCo step from the last state tried (a state the trajectory visits), at most `tries` of them. Returns
-    the state (forwarded) and how many moves it took (0: the state was steady); RuntimeError if none was."""
+    """`mj_data`, or a nearby state that is not a knife edge (`knife_edge` at most KNIFE_JUMP). Each move steps
+    MuJoCo once (a state the trajectory visits) and shifts qpos by a random joint-space displacement growing from
+    1e-7 to 1e-4 (a body resting where two faces tie stays on the tie as it steps). Returns the state (forwarded)
+    and how many moves it took (0: the state was steady); RuntimeError if none of `tries` was."""
     m = mj_model
     for moves in range(tries + 1):
         if knife_edge(m, mj_data, rng) <= KNIFE_JUMP:
             return mj_data, moves
         mujoco.mj_step(m, mj_data)
+        dq = rng.standard_normal(m.nv)
+        scale = 1e-7 * 10 ** (3 * moves / max(tries - 1, 1))
+        mujoco.mj_integratePos(m, mj_data.qpos, dq * (scale / max(np.linalg.norm(dq), 1e-300)), 1.0)
         mujoco.mj_forward(m, mj_data)
-    raise RuntimeError(f"no state off a knife edge within {tries} steps (knife edges everywhere: check the model)")
+    raise RuntimeError(f"no state off a knife edge within {tries} moves (MuJoCo's own answer is unstable there)")
 
 
 def actuator_moment(mj_model: mujoco.MjModel, mj_data: mujoco.MjData) -> np.ndarray:

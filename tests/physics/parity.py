@@ -303,12 +303,13 @@ def actuator_moment(mj_model: mujoco.MjModel, mj_data: mujoco.MjData) -> np.ndar
 
 
 def matched_contacts(ours: hp.Data, mj_data: mujoco.MjData) -> list[tuple[int, int, float]]:
-    """(our slot, MuJoCo's contact index, largest difference of dist, pos and normal) for each of MuJoCo's
+    """(our slot, MuJoCo's contact index, largest difference of dist, pos and frame) for each of MuJoCo's
     contacts with rows, paired with the nearest active slot of ours between the same geoms (the engines
-    may list contacts in other orders)."""
+    may list contacts in other orders). The frame is the whole of it: the normal and both tangents, which
+    set the directions of a contact's friction rows."""
     act = np.asarray(ours.contact.active)
     g = np.stack([np.asarray(ours.contact.geom1), np.asarray(ours.contact.geom2)], 1)
-    frame = np.asarray(ours.contact.frame)[:, 0]
+    frame = np.asarray(ours.contact.frame).reshape(-1, 9)
     key = np.concatenate([np.asarray(ours.contact.dist)[:, None], np.asarray(ours.contact.pos), frame], 1)
     free = set(np.nonzero(act)[0])
     out = []
@@ -317,7 +318,7 @@ def matched_contacts(ours: hp.Data, mj_data: mujoco.MjData) -> list[tuple[int, i
             continue
         cand = [i for i in free if g[i, 0] == c.geom1 and g[i, 1] == c.geom2]
         assert cand, f"MuJoCo's contact between geoms {c.geom1} and {c.geom2} has no match"
-        ref = np.array([c.dist, *c.pos, *c.frame[:3]])
+        ref = np.array([c.dist, *c.pos, *c.frame])
         i = min(cand, key=lambda i: np.abs(key[i] - ref).max())
         free.discard(i)
         out.append((int(i), k, float(np.abs(key[i] - ref).max())))

@@ -78,6 +78,27 @@ def test_hfield_pairs_match_mujoco():
         assert exact[k][0] >= 0.75 * exact[k][1] and exact[k][1] >= 20, (k, exact)
 
 
+# a box resting across a prism's vertical edge: GJK's simplex holds that edge (two points differing
+# in z alone), and MuJoCo's answer is steady under nudges while the search direction's z, a rounding
+# away from zero, picked the prism's top or bottom by chance before GJK took its direction along the
+# simplex's normal at every iteration (hurtle.physics.collision.ccd._tuned)
+_BOX_ON_EDGE = [-0.26131854319355985, -0.3239690985933356, 0.06616795428860121]
+_BOX_ON_EDGE_QUAT = [-0.17845401576182884, -0.2703659653579181, -0.7117511847123466, 0.6232709363472109]
+
+
+def test_box_on_a_prism_edge_matches_mujoco_under_nudges():
+    """Every contact of a box on the field is MuJoCo's at a pose where one prism's contact was a
+    four-way knife edge in hurtle (but not in MuJoCo), and stays so under 1e-9 and 1e-7 nudges."""
+    mm, model, md = _scene(_field_scene(f"<body><freejoint/><geom {GEOMS['box']}/></body>"))
+    q0 = np.array(_BOX_ON_EDGE + _BOX_ON_EDGE_QUAT)
+    rng = np.random.default_rng(3)
+    for trial, scale in enumerate([0.0] + [1e-9] * 4 + [1e-7] * 2):
+        md.qpos[:] = q0 + scale * rng.standard_normal(7)
+        ours, ref = _compare(mm, model, md, trial)
+        assert len(ref) == 11, len(ref)
+        np.testing.assert_allclose(ours, ref, atol=1e-9, err_msg=f"trial {trial}")
+
+
 def test_hfield_keeps_mujocos_first_fifty_contacts():
     """A big sphere pressed into a fine field touches far more than 50 prisms: MuJoCo keeps the
     first 50 in row, column, triangle order, and so does hurtle (from a window of 512 prisms)."""

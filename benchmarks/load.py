@@ -173,7 +173,8 @@ STEP_SCENES = {
 def step_table(args) -> list[str]:
     """`--step`: per scene, engine and dtype, the seconds of each phase from the file to a first jitted step."""
     scenes = [(os.path.basename(x), x) for x in args.paths]
-    scenes = scenes or [(k, os.path.join(args.assets, v)) for k, v in STEP_SCENES.items()]
+    only = set(args.only.split(",")) if args.only else set(STEP_SCENES)
+    scenes = scenes or [(k, os.path.join(args.assets, v)) for k, v in STEP_SCENES.items() if k in only]
     rows = [
         "| scene | nv | geoms | engine | dtype | " + " | ".join(STEP_PHASES) + " | outcome |",
         "|---|---|---|---|---|" + "---|" * len(STEP_PHASES) + "---|",
@@ -216,6 +217,7 @@ def main() -> None:
     p.add_argument("--step", action="store_true", help="time the path from the file to a first jitted step")
     p.add_argument("--assets", default="/tmp/assets/x", help="--step: where EnvPool's asset wheels are unzipped")
     p.add_argument("--engines", default="hurtle", help="--step: hurtle and/or mjx, comma-separated")
+    p.add_argument("--only", default="", help="--step: STEP_SCENES' names to time, comma-separated (default: all)")
     p.add_argument("--dtypes", default="float32,float64", help="--step: comma-separated")
     p.add_argument(
         "--record",

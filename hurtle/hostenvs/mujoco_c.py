@@ -18,8 +18,6 @@ task's from the same state within float tolerance (tests/hostenvs).
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -52,13 +50,6 @@ _POST_CONSTRAINT = ("cacc", "cfrc_int", "cfrc_ext")
 # MuJoCo C resets a simulation whose state or acceleration is not finite (or huge) and counts a warning; the
 # host environment ends that episode then, as hurtle's NaN guard does, rather than continue from qpos0
 _UNSTABLE = [int(getattr(mujoco.mjtWarning, f"mjWARN_BAD{x}")) for x in ("QPOS", "QVEL", "QACC")]
-
-
-def _compile(task: PhysicsEnv) -> mujoco.MjModel:
-    xml = str(task.xml)
-    if xml.lstrip().startswith("<"):
-        return mujoco.MjModel.from_xml_string(xml)
-    return mujoco.MjModel.from_xml_path(os.fspath(task.xml))
 
 
 class MujocoEnv(HostEnv):
@@ -143,7 +134,7 @@ class MujocoEnv(HostEnv):
         )
         self._before_names = sorted(before_f | control_f | set(self._written))
         self._after_names = sorted(after_f | start_f | set(self._before_names) | {"qpos", "qvel"})
-        self.mj_model = _compile(task)
+        self.mj_model = task.compile_mujoco()
         # fields of mj_rnePostConstraint: run per simulation on a copy of its MjData (a persistent batch
         # keeps each one), ~6 us per environment step against ant's ~250 us of stepping
         self._post = [name for name in self._after_names if name in _POST_CONSTRAINT]

@@ -9,6 +9,8 @@ from typing import Literal
 import mujoco
 import numpy as np
 
+from hurtle.physics.model import compile_mjcf
+
 
 def random_controls(m: mujoco.MjModel, steps: int, seed: int = 0, hold: float = 0.5, smooth: float = 0.1) -> np.ndarray:
     """Controls `[steps, nu]` that wander smoothly within the actuators' ranges ([-1, 1] where unlimited): a new
@@ -27,27 +29,6 @@ def random_controls(m: mujoco.MjModel, steps: int, seed: int = 0, hold: float = 
     return ctrl
 
 
-def is_mjcf_string(source: str | os.PathLike) -> bool:
-    """Whether `source` is MJCF text rather than a path (as `hurtle.physics.load` tells them apart)."""
-    return isinstance(source, str) and source.lstrip().startswith("<")
-
-
-def compile_model(source: str) -> mujoco.MjModel:
-    """MuJoCo's model of an MJCF/URDF file or MJCF string; FileNotFoundError or ValueError, one line naming it."""
-    from hurtle.physics.model import missing_model_message
-
-    if is_mjcf_string(source):
-        where, build = "<xml string>", mujoco.MjModel.from_xml_string
-    elif not os.path.exists(source):
-        raise FileNotFoundError(missing_model_message(source))
-    else:
-        where, build = source, mujoco.MjModel.from_xml_path
-    try:
-        return build(source)
-    except ValueError as e:
-        raise ValueError(f"{where}: MuJoCo could not compile the model: {' '.join(str(e).split())}") from None
-
-
 def model_motion(
     path: str | os.PathLike,
     seconds: float = 5.0,
@@ -63,7 +44,7 @@ def model_motion(
     if not seconds > 0:
         raise ValueError(f"model_motion: seconds must be positive, got {seconds}")
     path = os.fspath(path)
-    m = compile_model(path)
+    m = compile_mjcf(path)
     substeps = max(1, round((1 / fps) / m.opt.timestep))
     nframe = max(1, round(seconds / (substeps * m.opt.timestep)))
     steps = nframe * substeps
@@ -103,4 +84,4 @@ def model_motion(
     return qpos[None], frame_dt
 
 
-__all__ = ["compile_model", "is_mjcf_string", "model_motion", "random_controls"]
+__all__ = ["model_motion", "random_controls"]

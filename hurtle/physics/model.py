@@ -51,22 +51,32 @@ def float_dtype() -> np.dtype:
 def load(path_or_xml: str | os.PathLike, nconmax: int | None = None, njmax: int | None = None) -> Model:
     """Compile an MJCF or URDF file (or an MJCF string) with MuJoCo and convert it (`nconmax`, `njmax`:
     as `from_mujoco`'s, overriding the file's `<size>`)."""
-    text = str(path_or_xml)
-    if text.lstrip().startswith("<"):
-        source = "<xml string>"
-        try:
-            mj_model = mujoco.MjModel.from_xml_string(text)
-        except ValueError as e:
-            raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
+    return from_mujoco(compile_mjcf(path_or_xml), source=source_name(path_or_xml), nconmax=nconmax, njmax=njmax)
+
+
+def is_mjcf_string(source: str | os.PathLike) -> bool:
+    """Whether `source` is MJCF text rather than a path."""
+    return isinstance(source, str) and source.lstrip().startswith("<")
+
+
+def source_name(source: str | os.PathLike) -> str:
+    """How messages name a model: its path, or `<xml string>`."""
+    return "<xml string>" if is_mjcf_string(source) else os.fspath(source)
+
+
+def compile_mjcf(source: str | os.PathLike) -> mujoco.MjModel:
+    """MuJoCo's model of an MJCF/URDF file or MJCF string; FileNotFoundError or ValueError, one line naming it."""
+    where = source_name(source)
+    if is_mjcf_string(source):
+        build = mujoco.MjModel.from_xml_string
+    elif not os.path.exists(where):
+        raise FileNotFoundError(missing_model_message(where))
     else:
-        source = os.fspath(path_or_xml)
-        if not os.path.exists(source):
-            raise FileNotFoundError(missing_model_message(source))
-        try:
-            mj_model = mujoco.MjModel.from_xml_path(source)
-        except ValueError as e:
-            raise ValueError(f"{source}: MuJoCo could not compile the model: {e}") from None
-    return from_mujoco(mj_model, source=source, nconmax=nconmax, njmax=njmax)
+        build = mujoco.MjModel.from_xml_path
+    try:
+        return build(str(source) if is_mjcf_string(source) else where)
+    except ValueError as e:
+        raise ValueError(f"{where}: MuJoCo could not compile the model: {' '.join(str(e).split())}") from None
 
 
 def missing_model_message(source: str) -> str:

@@ -29,11 +29,11 @@ import mujoco
 import numpy as np
 
 import hurtle.physics as hp
-from hurtle.physics import math as hmath
 from hurtle.envs.base import Box, State
 from hurtle.envs.physics_env import PhysicsEnv
 from hurtle.envs.robots import joystick as J
 from hurtle.envs.robots.assets import playground_path
+from hurtle.physics import math as hmath
 
 SCENES = {
     "flat": "locomotion/go1/xmls/scene_mjx_feetonly_flat_terrain.xml",

@@ -149,6 +149,10 @@ class State:
     metrics: scalars to log (reward terms as `reward/<term>`, episode statistics, ...).
     info: everything else a wrapper or task carries between steps (counters, keys, the final observation).
     physics: the physics `Data` of an MJCF task, None for an environment without one.
+    privileged_obs: an asymmetric actor-critic's critic input, for tasks that have one (MuJoCo Playground's
+      `privileged_state`, beside `obs`, its `state`): what the simulator knows and a robot's sensors do not
+      (noiseless readings, contact forces, the feet's air times); None for every other task. Its space is the
+      environment's `privileged_observation_space`. Policies read `obs` only.
     """
 
     obs: jax.Array
@@ -158,10 +162,17 @@ class State:
     metrics: dict[str, jax.Array] = dataclasses.field(default_factory=dict)
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
     physics: Any = None
+    privileged_obs: jax.Array | None = None
 
     @classmethod
     def first(
-        cls, obs: jax.Array, dtype: Any, metrics: dict | None = None, info: dict | None = None, physics: Any = None
+        cls,
+        obs: jax.Array,
+        dtype: Any,
+        metrics: dict | None = None,
+        info: dict | None = None,
+        physics: Any = None,
+        privileged_obs: jax.Array | None = None,
     ) -> State:
         """A state just after a reset: zero reward, neither done nor truncated."""
         return cls(
@@ -172,6 +183,7 @@ class State:
             metrics=dict(metrics or {}),
             info=dict(info or {}),
             physics=physics,
+            privileged_obs=privileged_obs,
         )
 
 
@@ -218,6 +230,11 @@ class Env(abc.ABC):
     @abc.abstractmethod
     def action_space(self) -> Space:
         """A `Box` of continuous actions or a `Discrete` set."""
+
+    @property
+    def privileged_observation_space(self) -> Box | None:
+        """The space of `State.privileged_obs` (the critic's asymmetric input), None for a task without one."""
+        return None
 
     @property
     def observation_size(self) -> int | tuple[int, ...]:
@@ -281,6 +298,10 @@ class Wrapper(Env):
     @property
     def action_space(self) -> Space:
         return self.env.action_space
+
+    @property
+    def privileged_observation_space(self) -> Box | None:
+        return self.env.privileged_observation_space
 
     @property
     def unwrapped(self) -> Env:

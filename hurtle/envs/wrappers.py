@@ -91,14 +91,23 @@ class AutoReset(Wrapper):
     The returned state is the fresh reset's (obs, physics, info) with the ending step's `reward`, `done`,
     `truncation` and `metrics`, so a learner sees the transition's outcome and a logger the finished
     episode's statistics. `info["final_obs"]` is the observation the step actually reached (on every
-    step; it differs from `obs` only where the episode ended): bootstrap truncated episodes from it.
+    step; it differs from `obs` only where the episode ended): bootstrap truncated episodes from it. A
+    task with a privileged observation has it reset alike, and the one the step reached in
+    `info["final_privileged_obs"]` (an asymmetric critic's bootstrap).
     Resets draw from a key carried in `info["reset_key"]`, split on every step.
     """
 
     uses_key = True
 
+    @staticmethod
+    def _finals(state: State) -> dict:
+        out = {"final_obs": state.obs}
+        if state.privileged_obs is not None:
+            out["final_privileged_obs"] = state.privileged_obs
+        return out
+
     def start(self, state: State, key: jax.Array) -> State:
-        return state.replace(info={**state.info, "final_obs": state.obs, "reset_key": key})
+        return state.replace(info={**state.info, **self._finals(state), "reset_key": key})
 
     def step(self, state: State, action: jax.Array) -> State:
         new = self.env.step(state, action)
@@ -107,9 +116,11 @@ class AutoReset(Wrapper):
         ended = new.done | new.truncation
         # the inner environment carried this wrapper's keys through; the fresh reset has none of them
         carried = {k: v for k, v in new.info.items() if k != "reset_key"}
-        info = tree_where(ended, {**fresh.info, "final_obs": new.obs}, {**carried, "final_obs": new.obs})
+        finals = self._finals(new)
+        info = tree_where(ended, {**fresh.info, **finals}, {**carried, **finals})
         return new.replace(
             obs=tree_where(ended, fresh.obs, new.obs),
+            privileged_obs=tree_where(ended, fresh.privileged_obs, new.privileged_obs),
             physics=tree_where(ended, fresh.physics, new.physics),
             info={**info, "reset_key": key},
         )
@@ -134,9 +145,9 @@ def _physics_state(physics: Any) -> Any:
 class NanGuard(Wrapper):
     """Terminate a simulation whose state turns non-finite, so that no NaN reaches a learner.
 
-    When any element of the observation, the reward or the physics state (`qpos`, `qvel`, `act`,
-    `qacc_warmstart` of a `Data`; every float of another tree) is not finite, the step returns `done`,
-    a zero observation (in `final_obs` too, under `AutoReset`), reward 0, and zeros for the task's float
+    When any element of the observation (privileged too), the reward or the physics state (`qpos`, `qvel`,
+    `act`, `qacc_warmstart` of a `Data`; every float of another tree) is not finite, the step returns `done`,
+    zero observations (in `final_obs` too, under `AutoReset`), reward 0, and zeros for the task's float
     metrics; `metrics["nan_resets"]` is 1 on such a step, 0 otherwise (its sum counts them). The reset
     itself is `AutoReset`'s: put this wrapper inside it.
     """
@@ -146,13 +157,14 @@ class NanGuard(Wrapper):
 
     def step(self, state: State, action: jax.Array) -> State:
         new = self.env.step(state, action)
-        bad = ~(_finite(new.obs) & _finite(new.reward) & _finite(_physics_state(new.physics)))
+        bad = ~(_finite((new.obs, new.privileged_obs)) & _finite(new.reward) & _finite(_physics_state(new.physics)))
 
         def clean(x):
             return jnp.where(bad, jnp.zeros_like(x), x) if jnp.issubdtype(x.dtype, jnp.inexact) else x
 
         return new.replace(
             obs=jax.tree.map(clean, new.obs),
+            privileged_obs=jax.tree.map(clean, new.privileged_obs),
             reward=clean(new.reward),
             done=new.done | bad,
             truncation=new.truncation & ~bad,

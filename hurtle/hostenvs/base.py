@@ -37,6 +37,10 @@ class HostStep:
     """The step's own resulting observation, before any reset (equal to `obs` where no episode ended)."""
     metrics: dict[str, np.ndarray]
     """Per-environment values: `episode/return`, `episode/length`, `nan_resets` and the task's own."""
+    privileged_obs: np.ndarray | None = None
+    """The critic's privileged observation beside `obs` (`State.privileged_obs`), None for tasks without one."""
+    final_privileged_obs: np.ndarray | None = None
+    """The privileged observation the step reached, before any reset (as `final_obs`)."""
 
     @property
     def ended(self) -> np.ndarray:
@@ -52,6 +56,10 @@ class HostEnv(abc.ABC):
     name: str
     episode_limit: int | None = None
     """The time limit in steps of an episode (truncated there), None where the environment has none known."""
+    privileged_observation_space: Box | None = None
+    """The space of `HostStep.privileged_obs`, None for tasks without one."""
+    reset_privileged_obs: np.ndarray | None = None
+    """The privileged observations `reset` started from (set by `reset` where the task has them)."""
 
     @abc.abstractmethod
     def reset(self, seed: int) -> np.ndarray:

@@ -4,6 +4,11 @@ EnvPool steps a batch of environments in its own C++ thread pool (Atari, MuJoCo'
 control, ...). Its Gymnasium interface resets an ended environment on the next call; here the ended ones are
 reset at once (`reset(env_id)`), so that a step follows `HostEnv`'s same-step autoreset: the new episode's
 first observation in `obs`, the ended one's last in `final_obs`.
+
+Tasks with MuJoCo Playground's asymmetric observations (a dict of `"state"` and `"privileged_state"`: EnvPool's
+`MuJoCoPlayground/...` tasks) give `state` as the observation and `privileged_state` as `HostStep.privileged_obs`;
+their reward terms (EnvPool's `info["reward_<term>"]`, scaled, not times the control period) are logged as
+`reward/<term>`.
 """
 
 from __future__ import annotations
@@ -34,7 +39,12 @@ class EnvPoolEnv(HostEnv):
         self._options = dict(kwargs, env_type="gymnasium", num_envs=self.num_envs, num_threads=num_threads)
         self.pool = envpool.make(env, **self._options)
         try:
-            self.observation_space = _space(self.pool.observation_space, env)
+            space = self.pool.observation_space
+            self.asymmetric = hasattr(space, "spaces") and set(space.spaces) == {"state", "privileged_state"}
+            if self.asymmetric:
+                self.privileged_observation_space = _space(space["privileged_state"], env)
+                space = space["state"]
+            self.observation_space = _space(space, env)
             self.action_space = _space(self.pool.action_space, env)
         except BaseException:
             self.close()
@@ -54,24 +64,39 @@ class EnvPoolEnv(HostEnv):
         self._seeded = True
         obs, _ = self.pool.reset()
         self._counter.reset()
-        return np.asarray(obs, self._dtype)
+        obs, self.reset_privileged_obs = self._split(obs)
+        return obs
+
+    def _split(self, obs) -> tuple[np.ndarray, np.ndarray | None]:
+        """(the observation, the privileged one or None), copied in the run's float dtype."""
+        if self.asymmetric:
+            return np.array(obs["state"], self._dtype), np.array(obs["privileged_state"], self._dtype)
+        return np.array(obs, self._dtype), None
 
     def step(self, action: np.ndarray) -> HostStep:
         action = self._check_action(action)
-        obs, reward, terminated, truncated, _ = self.pool.step(action)
-        obs, reward = np.array(obs, self._dtype), np.asarray(reward, self._dtype)
+        obs, reward, terminated, truncated, info = self.pool.step(action)
+        (obs, privileged), reward = self._split(obs), np.asarray(reward, self._dtype)
         terminated, truncated = np.asarray(terminated, bool), np.asarray(truncated, bool)
-        final_obs, reward, terminated, bad = guard_nonfinite(obs.copy(), reward, terminated)
+        more = () if privileged is None else (privileged,)
+        final_obs, reward, terminated, bad = guard_nonfinite(obs.copy(), reward, terminated, *more)
+        final_privileged = None if privileged is None else np.where(bad[:, None], 0, privileged)
         truncated &= ~terminated
         ended = np.nonzero(terminated | truncated)[0]
         if ended.size:
             fresh, _ = self.pool.reset(ended.astype(np.int32))
-            obs[ended] = np.asarray(fresh, self._dtype)
+            fresh, fresh_privileged = self._split(fresh)
+            obs[ended] = fresh
+            if privileged is not None:
+                privileged[ended] = fresh_privileged
         _, metrics = self._counter.add(reward.astype(np.float64), terminated)
+        for key, value in info.items():
+            if key.startswith("reward_"):
+                metrics[f"reward/{key[len('reward_') :]}"] = np.asarray(value, self._dtype)
         metrics["episode/return"] = metrics["episode/return"].astype(self._dtype)
         metrics["nan_resets"] = bad.astype(np.int32)
         self._counter.reset(ended)
-        return HostStep(obs, reward, terminated, truncated, final_obs, metrics)
+        return HostStep(obs, reward, terminated, truncated, final_obs, metrics, privileged, final_privileged)
 
     def close(self) -> None:
         if getattr(self, "pool", None) is not None:

@@ -85,6 +85,7 @@ class MujocoEnv(HostEnv):
             raise ValueError(f"{self.name}: num_envs must be positive, got {num_envs}")
         self.task, self.num_envs = task, int(num_envs)
         self.observation_space, self.action_space = task.observation_space, task.action_space
+        self.privileged_observation_space = task.privileged_observation_space
         self.dtype = task.dtype
         self._counter = EpisodeCounter(self.num_envs, episode_length)
         self.episode_limit = episode_length
@@ -120,11 +121,11 @@ class MujocoEnv(HostEnv):
 
         def advance(before, info, metrics, after, action):
             new = task.advance(blank.replace(physics=before, info=info, metrics=metrics), after, action)
-            return new.obs, new.reward, new.done, new.info, new.metrics, written(new)
+            return (new.obs, new.privileged_obs), new.reward, new.done, new.info, new.metrics, written(new)
 
         def begin(started, key):
             state = task.begin(task.start(started), key)
-            return state.obs, state.info, state.metrics, written(state)
+            return (state.obs, state.privileged_obs), state.info, state.metrics, written(state)
 
         # what each reads (its outputs less the physics passed through)
         control_f = fields_read(lambda d: task.control(d, action), template)[0]
@@ -181,9 +182,9 @@ class MujocoEnv(HostEnv):
             out.update(values)
         return out
 
-    def _restart(self, ids: np.ndarray) -> np.ndarray:
+    def _restart(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Start the environments `ids` afresh as the task's `reset` does (its `initial` state, MuJoCo C's
-        `forward`, the task's `begin`); every environment's observation."""
+        `forward`, the task's `begin`); every environment's observation and privileged observation (or None)."""
         with jax.default_device(self._cpu):
             self._keys, keys, start = jax.device_get(self._initial(self._keys))
         self.batch.reset(ids, stage=mujoco.mjtStage.mjSTAGE_NONE)
@@ -203,7 +204,8 @@ class MujocoEnv(HostEnv):
             self._before[name][ids] = after[name][ids]
         for mine, new in zip(jax.tree.leaves(self._task_state), jax.tree.leaves((info, metrics))):
             mine[ids] = new[ids]
-        return np.asarray(obs)
+        obs, privileged = obs
+        return np.asarray(obs), None if privileged is None else np.asarray(privileged)
 
     def _write(self, written: dict[str, np.ndarray], after: dict[str, np.ndarray], ids) -> None:
         """Write the mocap poses the task set (a target placed or moved) into the simulations `ids` and `after`."""
@@ -215,7 +217,8 @@ class MujocoEnv(HostEnv):
     def reset(self, seed: int) -> np.ndarray:
         self._keys = np.asarray(jax.random.split(jax.random.PRNGKey(seed), self.num_envs))
         self._before = None
-        return self._restart(np.arange(self.num_envs))
+        obs, self.reset_privileged_obs = self._restart(np.arange(self.num_envs))
+        return obs
 
     def close(self) -> None:
         # the bound arrays are views whose base is the batch: drop them too, so its threads and simulations go
@@ -237,24 +240,33 @@ class MujocoEnv(HostEnv):
         self._task_state = jax.tree.map(np.array, (info, task_metrics))
         counts = self._unstable_counts()
         unstable, self._warnings = counts != self._warnings, counts
+        obs, privileged = obs
+        more = () if privileged is None else (np.asarray(privileged),)
         obs, reward, terminated, bad = guard_nonfinite(
             np.asarray(obs),
             np.asarray(reward),
             np.asarray(terminated, bool),
             after["qpos"],
             after["qvel"],
+            *more,
             bad=unstable,
         )
+        if privileged is not None:
+            privileged = np.where(bad[:, None], 0, privileged).astype(self.dtype)
         truncated, metrics = self._counter.add(reward, terminated)
         task_metrics = {k: np.where(bad, 0, v) if k.startswith("reward/") else v for k, v in task_metrics.items()}
         metrics.update(task_metrics, nan_resets=bad.astype(np.int32))
         self._before = {name: after[name] for name in self._before_names}
-        final_obs = obs
+        final_obs, final_privileged = obs, privileged
         ended = np.nonzero(terminated | truncated)[0]
         if ended.size:
+            fresh, fresh_privileged = self._restart(ended)
             obs = obs.copy()
-            obs[ended] = self._restart(ended)[ended]
-        return HostStep(obs, reward, terminated, truncated, final_obs, metrics)
+            obs[ended] = fresh[ended]
+            if privileged is not None:
+                privileged = privileged.copy()
+                privileged[ended] = fresh_privileged[ended]
+        return HostStep(obs, reward, terminated, truncated, final_obs, metrics, privileged, final_privileged)
 
 
 __all__ = ["MujocoEnv", "fields_read"]

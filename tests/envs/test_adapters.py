@@ -139,3 +139,24 @@ def test_adapters_keep_dtypes_without_x64():
         assert obs.dtype == np.float32 and type(reward) is float
         step = to_dm_env(env).step(np.array([1.0]))
         assert step.observation.dtype == np.float32
+
+
+def test_adapters_give_a_privileged_observation_as_playground_names_it():
+    """A task with a privileged observation: Gymnasium's and dm_env's observations are dicts of `state` and
+    `privileged_state` (MuJoCo Playground's and EnvPool's names), final observations too."""
+    from tests.envs.test_wrappers import Privileged
+
+    one = to_gymnasium(Privileged(wrappers.EpisodeWrapper(task("pendulum"), 2)))
+    assert set(one.observation_space.spaces) == {"state", "privileged_state"}
+    obs, _ = one.reset(seed=0)
+    assert one.observation_space.contains(obs) and obs["privileged_state"].shape == (3,)
+    vec = to_gymnasium_vector(Privileged(wrappers.EpisodeWrapper(task("pendulum"), 2)), 3)
+    obs, _ = vec.reset(seed=0)
+    assert obs["state"].shape == (3, 3) and obs["privileged_state"].shape == (3, 3)
+    vec.step(np.zeros((3, 1), np.float32))
+    obs, _, _, truncated, infos = vec.step(np.zeros((3, 1), np.float32))
+    assert truncated.all() and np.all(infos["final_obs"]["privileged_state"][:, 2] == 2.0)
+    assert np.all(obs["privileged_state"][:, 2] == 0.0)
+    dm = to_dm_env(Privileged(wrappers.EpisodeWrapper(task("pendulum"), 2)))
+    assert set(dm.observation_spec()) == {"state", "privileged_state"}
+    assert dm.reset().observation["privileged_state"].shape == (3,)

@@ -72,6 +72,36 @@ class PointMass:
         return self._state(q, -jnp.abs(q[0]), done, {**state.metrics, "speed": jnp.abs(q[1])}, info)
 
 
+class Asymmetric(PointMass):
+    """PointMass with Playground's asymmetric observations: `state` (the position) and `privileged_state` (both
+    coordinates and the step count), `observation_size` a dict of shapes as Playground's `MjxEnv` gives it."""
+
+    observation_size = {"state": (1,), "privileged_state": (3,)}
+
+    def _state(self, q, reward, done, metrics, info):
+        obs = {"state": q[:1], "privileged_state": jnp.concatenate([q, info["steps"][None]])}
+        return self.state_type(**{self.physics_field: q}, obs=obs, reward=reward, done=done, metrics=metrics, info=info)
+
+
+def test_playground_dict_observations_become_obs_and_privileged_obs():
+    env = wrappers.AutoReset(BraxEnv(Asymmetric(PlaygroundState, limit=2)))
+    assert env.observation_space.shape == (1,) and env.privileged_observation_space.shape == (3,)
+    state = env.reset(jax.random.key(0))
+    np.testing.assert_array_equal(np.asarray(state.privileged_obs), [*np.asarray(state.physics), 0.0])
+    state = env.step(state, jnp.ones(1))
+    np.testing.assert_array_equal(np.asarray(state.obs), np.asarray(state.physics)[:1])
+    np.testing.assert_array_equal(np.asarray(state.privileged_obs), [*np.asarray(state.physics), 1.0])
+    state = env.step(state, jnp.ones(1))  # the time limit: a fresh episode, the one that ended in final_*
+    assert state.truncation and float(state.privileged_obs[2]) == 0.0
+    assert float(state.info["final_privileged_obs"][2]) == 2.0
+
+
+def test_brax_observations_must_be_flat():
+    odd = type("Odd", (PointMass,), {"observation_size": {"pixels": (8, 8)}})
+    with pytest.raises(NotImplementedError, match="only flat observations"):
+        BraxEnv(odd())
+
+
 @pytest.fixture
 def fake_module(monkeypatch):
     """Make `import <name>` succeed with an empty module."""

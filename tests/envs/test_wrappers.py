@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hurtle import envs
 from hurtle.envs import State, tree_where, wrappers
 from tests.envs.conftest import JIT_RESET, JIT_STEP, batch, task
 
@@ -102,6 +103,44 @@ def test_auto_resets_draw_fresh_keys():
     states = run(env, env.reset(jax.random.key(0)), [jnp.zeros(1)] * 3)
     firsts = np.stack([np.asarray(s.obs) for s in states])
     assert len({tuple(f) for f in firsts}) == 3
+
+
+class Privileged(wrappers.Wrapper):
+    """A task with a privileged observation (the critic's asymmetric input): the pendulum's raw state and its
+    episode step, beside the policy's usual observation."""
+
+    @property
+    def privileged_observation_space(self):
+        return envs.Box(-np.inf, np.inf, (3,), self.env.observation_space.dtype)
+
+    def _add(self, state):
+        steps = state.info["episode_steps"].astype(state.obs.dtype)[None]
+        return state.replace(privileged_obs=jnp.concatenate([state.info["state"], steps]))
+
+    def start(self, state, key):
+        return self._add(state)
+
+    def step(self, state, action):
+        return self._add(self.env.step(state, action))
+
+
+def test_auto_reset_and_nan_guard_carry_the_privileged_observation():
+    env = wrappers.AutoReset(wrappers.NanGuard(Privileged(wrappers.EpisodeWrapper(task("pendulum"), 2))))
+    assert env.privileged_observation_space.shape == (3,)
+    states = run(env, env.reset(jax.random.key(0)), [jnp.zeros(1)] * 2)
+    np.testing.assert_array_equal(np.asarray(states[0].privileged_obs)[2], 1.0)
+    np.testing.assert_array_equal(
+        np.asarray(states[0].info["final_privileged_obs"]), np.asarray(states[0].privileged_obs)
+    )
+    # the time limit: the fresh episode's privileged observation, and the one the step reached in final_*
+    assert states[1].truncation and float(states[1].privileged_obs[2]) == 0.0
+    assert float(states[1].info["final_privileged_obs"][2]) == 2.0
+    np.testing.assert_array_equal(np.asarray(states[1].privileged_obs)[:2], np.asarray(states[1].info["state"]))
+    # a non-finite step: zero privileged observation in final_*, a fresh one after the reset
+    broken = env.reset_to([np.nan, 0.0])
+    s = JIT_STEP(env, broken, jnp.ones(1))
+    assert s.done and np.all(np.asarray(s.info["final_privileged_obs"]) == 0)
+    assert np.all(np.isfinite(np.asarray(s.privileged_obs))) and float(s.privileged_obs[2]) == 0.0
 
 
 def test_nan_guard_terminates_and_auto_reset_restarts():

@@ -12,6 +12,13 @@ reset = jax.jit(lambda env, key: env.reset(key), static_argnums=0)
 step = jax.jit(lambda env, state, action: env.step(state, action), static_argnums=0)
 
 
+def observation(obs: Any, privileged: Any) -> np.ndarray | dict[str, np.ndarray]:
+    """Host float32 observations: the array, or for a task with a privileged observation a dict of `"state"` and
+    `"privileged_state"` (MuJoCo Playground's and EnvPool's names)."""
+    obs = np.array(obs, np.float32)
+    return obs if privileged is None else {"state": obs, "privileged_state": np.array(privileged, np.float32)}
+
+
 def cast_action(env: Env, action: Any, batch: tuple[int, ...] = ()) -> np.ndarray:
     """`action` as an array of the task's action dtype (integer for a discrete space), shape checked."""
     space = env.action_space

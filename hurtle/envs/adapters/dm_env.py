@@ -16,6 +16,7 @@ import numpy as np
 from dm_env import specs
 
 from hurtle.envs.adapters._common import StateRenderer, cast_action
+from hurtle.envs.adapters._common import observation as _observation
 from hurtle.envs.adapters._common import reset as _reset
 from hurtle.envs.adapters._common import step as _step
 from hurtle.envs.base import Box, Discrete, Env, Space
@@ -40,11 +41,14 @@ class DmEnv(dm_env.Environment):
         self._renderers: dict[tuple, StateRenderer] = {}
         self._key = jax.random.key(seed)
         self._observation_spec = dm_spec(env.observation_space, "observation")
+        if env.privileged_observation_space is not None:  # as MuJoCo Playground and EnvPool name them
+            privileged = dm_spec(env.privileged_observation_space, "privileged_state")
+            self._observation_spec = {"state": dm_spec(env.observation_space, "state"), "privileged_state": privileged}
         self._action_spec = dm_spec(env.action_space, "action")
         self.state = None
         self._episode_over = True
 
-    def observation_spec(self) -> specs.Array:
+    def observation_spec(self) -> specs.Array | dict[str, specs.Array]:
         return self._observation_spec
 
     def action_spec(self) -> specs.Array:
@@ -73,15 +77,17 @@ class DmEnv(dm_env.Environment):
         self._key, key = jax.random.split(self._key)
         self.state = _reset(self.env, key)
         self._episode_over = False
-        return dm_env.restart(np.array(self.state.obs, np.float32))
+        return dm_env.restart(_observation(*jax.device_get((self.state.obs, self.state.privileged_obs))))
 
     def step(self, action: Any) -> dm_env.TimeStep:
         if self._episode_over:
             return self.reset()
         self.state = _step(self.env, self.state, cast_action(self.env, action))
         s = self.state
-        obs, reward, done, truncation = jax.device_get((s.obs, s.reward, s.done, s.truncation))
-        obs, reward = np.array(obs, np.float32), np.asarray(reward, np.float64)
+        obs, privileged, reward, done, truncation = jax.device_get(
+            (s.obs, s.privileged_obs, s.reward, s.done, s.truncation)
+        )
+        obs, reward = _observation(obs, privileged), np.asarray(reward, np.float64)
         self._episode_over = bool(done) or bool(truncation)
         if done:
             return dm_env.termination(reward, obs)

@@ -1,6 +1,8 @@
 """hurtle environments as Gymnasium environments: `GymnasiumEnv` (one) and `GymnasiumVectorEnv` (a batch).
 
-Observations are float32 (Gymnasium's convention) and rewards Python floats (one env) or float64 arrays
+Observations are float32 (Gymnasium's convention); a task with a privileged observation (an asymmetric
+critic's input, `State.privileged_obs`) gives a `Dict` of `"state"` and `"privileged_state"`, as MuJoCo
+Playground and EnvPool name them, and rewards Python floats (one env) or float64 arrays
 (the vector env); continuous actions are cast to the task's float dtype, discrete ones are int64 in the
 spaces. This holds with `jax_enable_x64` on or off. `reset` and `step` are jitted once per environment
 object. `reset(seed=...)` seeds Gymnasium's `np_random`, from which every reset draws its JAX key, so
@@ -18,6 +20,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hurtle.envs.adapters._common import StateRenderer, cast_action
+from hurtle.envs.adapters._common import observation as _observation
 from hurtle.envs.adapters._common import reset as _reset
 from hurtle.envs.adapters._common import step as _step
 from hurtle.envs.base import Box, Discrete, Env, Space
@@ -33,6 +36,17 @@ def gymnasium_space(space: Space, float_type: Any = np.float32) -> gymnasium.spa
             space.low.astype(float_type), space.high.astype(float_type), space.shape, float_type
         )
     raise TypeError(f"no Gymnasium space for {space!r}")
+
+
+def observation_space(env: Env) -> gymnasium.spaces.Space:
+    """The task's observation space in Gymnasium: a float32 `Box`, or, where the task has a privileged observation,
+    a `Dict` of `"state"` (the policy's) and `"privileged_state"` (the critic's)."""
+    policy = gymnasium_space(env.observation_space)
+    if env.privileged_observation_space is None:
+        return policy
+    return gymnasium.spaces.Dict(
+        {"state": policy, "privileged_state": gymnasium_space(env.privileged_observation_space)}
+    )
 
 
 def _key(rng: np.random.Generator) -> jax.Array:
@@ -61,7 +75,7 @@ class GymnasiumEnv(gymnasium.Env):
         self, env: Env, render_mode: str | None = None, width: int = 640, height: int = 480, camera: str | None = None
     ):
         self.env = env
-        self.observation_space = gymnasium_space(env.observation_space)
+        self.observation_space = observation_space(env)
         self.action_space = gymnasium_space(env.action_space)
         self.state = None
         if render_mode not in (None, "rgb_array"):
@@ -75,16 +89,18 @@ class GymnasiumEnv(gymnasium.Env):
         super().reset(seed=seed)
         _check_options(options)
         self.state = _reset(self.env, _key(self.np_random))
-        obs, metrics = jax.device_get((self.state.obs, self.state.metrics))
-        return np.array(obs, np.float32), _numbers(metrics)
+        obs, privileged, metrics = jax.device_get((self.state.obs, self.state.privileged_obs, self.state.metrics))
+        return _observation(obs, privileged), _numbers(metrics)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         self.state = _step(self.env, self.state, cast_action(self.env, action))
         s = self.state
-        obs, reward, done, truncation, metrics = jax.device_get((s.obs, s.reward, s.done, s.truncation, s.metrics))
-        return np.array(obs, np.float32), float(reward), bool(done), bool(truncation), _numbers(metrics)
+        obs, privileged, reward, done, truncation, metrics = jax.device_get(
+            (s.obs, s.privileged_obs, s.reward, s.done, s.truncation, s.metrics)
+        )
+        return _observation(obs, privileged), float(reward), bool(done), bool(truncation), _numbers(metrics)
 
     def render(self) -> np.ndarray | None:
         """The current state's frame (`render_mode="rgb_array"`); None without a render mode."""
@@ -107,7 +123,8 @@ class GymnasiumVectorEnv(VectorEnv):
 
     It resets an environment in the step that ends its episode (`AutoresetMode.SAME_STEP`): the returned
     observation is then the new episode's first, and `infos["final_obs"]` (float32, all environments,
-    valid where `infos["_final_obs"]` is True) the observation the step reached. Where episodes ended,
+    valid where `infos["_final_obs"]` is True) the observation the step reached (a dict, as the observations, for
+    a task with a privileged observation). Where episodes ended,
     `infos["episode"] = {"r": return, "l": length}` (with `"_episode"`), when the environment has a time
     limit's episode metrics. No other infos.
     """
@@ -117,7 +134,7 @@ class GymnasiumVectorEnv(VectorEnv):
     def __init__(self, env: Env, num_envs: int):
         self.env = VmapWrapper(AutoReset(env))
         self.num_envs = int(num_envs)
-        self.single_observation_space = gymnasium_space(env.observation_space)
+        self.single_observation_space = observation_space(env)
         self.single_action_space = gymnasium_space(env.action_space)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -134,24 +151,25 @@ class GymnasiumVectorEnv(VectorEnv):
             super().reset(seed=seed)
             keys = jax.random.split(_key(self.np_random), self.num_envs)
         self.state = _reset(self.env, keys)
-        return np.array(self.state.obs, np.float32), {}
+        return _observation(*jax.device_get((self.state.obs, self.state.privileged_obs))), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         if self.state is None:
             raise RuntimeError("call reset() before step()")
         self.state = _step(self.env, self.state, cast_action(self.env, actions, (self.num_envs,)))
         s = self.state
-        obs, reward, done, truncation, final_obs, metrics = jax.device_get(
-            (s.obs, s.reward, s.done, s.truncation, s.info["final_obs"], s.metrics)
-        )
+        obs, privileged, reward, done, truncation, final_obs, final_privileged, metrics = jax.device_get(
+            (s.obs, s.privileged_obs, s.reward, s.done, s.truncation, s.info["final_obs"],
+             s.info.get("final_privileged_obs"), s.metrics)
+        )  # fmt: skip
         done, truncation = np.array(done, bool), np.array(truncation, bool)
         ended = done | truncation
         infos: dict[str, Any] = {}
         if ended.any():
-            infos["final_obs"] = np.array(final_obs, np.float32)
+            infos["final_obs"] = _observation(final_obs, final_privileged)
             infos["_final_obs"] = ended
             if "episode/return" in metrics:
                 r = np.where(ended, np.asarray(metrics["episode/return"], np.float64), 0.0)
                 length = np.where(ended, np.asarray(metrics["episode/length"], np.int64), 0)
                 infos["episode"], infos["_episode"] = {"r": r, "l": length}, ended.copy()
-        return np.array(obs, np.float32), np.array(reward, np.float64), done, truncation, infos
+        return _observation(obs, privileged), np.array(reward, np.float64), done, truncation, infos

@@ -95,6 +95,11 @@ class Go1Joystick(PhysicsEnv):
         self.feet_sites = np.array([m.site(f).id for f in FEET])
         self.trunk = m.body("trunk").id
         self._action_space = Box(-1.0, 1.0, (m.nu,), self.dtype)
+        self._privileged_space = Box(-np.inf, np.inf, (123,), self.dtype)
+
+    @property
+    def privileged_observation_space(self) -> Box:
+        return self._privileged_space
 
     def edit_model(self, m: mujoco.MjModel) -> None:
         m.opt.timestep = 0.004
@@ -147,7 +152,7 @@ class Go1Joystick(PhysicsEnv):
         }
         obs, privileged, rng = self._observe(state.physics, info)
         metrics = {**state.metrics, "swing_peak": jnp.zeros((), dt)}
-        return state.replace(obs=obs, info={**info, "rng": rng, "privileged_state": privileged}, metrics=metrics)
+        return state.replace(obs=obs, privileged_obs=privileged, info={**info, "rng": rng}, metrics=metrics)
 
     def observation(self, data: hp.Data) -> jax.Array:
         """The noiseless `state` with a zero previous action and command (the space's shape; the task's observation
@@ -214,12 +219,12 @@ class Go1Joystick(PhysicsEnv):
             "last_contact": contact,
             "swing_peak": swing_peak,
             "rng": rng,
-            "privileged_state": privileged,
         }
         metrics = {**state.metrics, **{f"reward/{k}": v for k, v in scaled.items()}, "swing_peak": jnp.mean(swing_peak)}
         return state.replace(
             physics=after,
             obs=obs,
+            privileged_obs=privileged,
             reward=reward.astype(q.dtype),
             done=done,
             truncation=jnp.zeros((), bool),

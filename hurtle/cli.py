@@ -789,8 +789,9 @@ def envs(argv: list[str]) -> None:
     """`hurtle envs [ENV]`: the registered tasks with their time limits, what `hurtle train ENV` runs on this
     machine and the algorithms with a preset, read from the registry without building any model; with ENV, that
     task built, its spaces and model."""
+    from hurtle import extras
     from hurtle.envs import names
-    from hurtle.envs.registry import time_limit
+    from hurtle.envs.registry import extra, time_limit
 
     if len(argv) > 1 or any(a.startswith("-") for a in argv):
         raise UsageError(f"hurtle envs takes at most one environment name, got {' '.join(argv)}")
@@ -810,6 +811,9 @@ def envs(argv: list[str]) -> None:
     for name in names():
         chosen = choose(name, accelerator, algorithms)
         tuned = ", ".join(a for a, table in presets.items() if name in table) or "-"
+        needs = extra(name)
+        if needs and extras.missing(needs):
+            tuned += f"  (needs: pip install 'hurtle[{needs}]')"
         print(f"{name:<26} {time_limit(name):>10}  {chosen.algo + ', ' + chosen.arch:<18} {tuned}")
     gym_ids = sorted({env for table in presets.values() for env in table if env not in names()})
     if gym_ids:

@@ -66,3 +66,17 @@ def pytest_report_header(config):
     import mujoco
 
     return f"parity reference: MuJoCo {mujoco.__version__}"
+
+
+def require_or_skip(extra: str) -> None:
+    """Skip a test whose optional extra is not installed, or fail it where the run requires that extra
+    (`HURTLE_REQUIRE_EXTRAS=robots,envpool`, as CI sets: there a missing package is a broken install, not a skip)."""
+    from hurtle import extras
+
+    absent = extras.missing(extra)
+    if not absent:
+        return
+    message = f"the '{extra}' extra is not installed ({', '.join(absent)})"
+    if extra in os.environ.get("HURTLE_REQUIRE_EXTRAS", "").split(","):
+        pytest.fail(message + ", and HURTLE_REQUIRE_EXTRAS requires it")
+    pytest.skip(message)

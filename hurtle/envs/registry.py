@@ -20,6 +20,7 @@ from hurtle.envs.wrappers import EpisodeWrapper
 class _Entry:
     factory: str | Callable[..., Env]  # a callable, or "module:attribute" imported on first use
     episode_length: int
+    extra: str | None = None  # the optional extra its files or packages come from (`hurtle.extras`)
 
     def build(self, **kwargs) -> Env:
         factory = self.factory
@@ -33,13 +34,19 @@ _REGISTRY: dict[str, _Entry] = {}
 
 
 def register(
-    name: str, factory: str | Callable[..., Env], *, episode_length: int = 1000, overwrite: bool = False
+    name: str,
+    factory: str | Callable[..., Env],
+    *,
+    episode_length: int = 1000,
+    extra: str | None = None,
+    overwrite: bool = False,
 ) -> None:
     """Register a task under `name`: `factory(**kwargs)` builds it (a callable, or "module:attribute"),
-    and `episode_length` is its default time limit in task steps."""
+    `episode_length` is its default time limit in task steps, and `extra` the optional extra it needs
+    (`pip install 'hurtle[EXTRA]'`), if any."""
     if name in _REGISTRY and not overwrite:
         raise ValueError(f"an environment named {name!r} is already registered (pass overwrite=True to replace it)")
-    _REGISTRY[name] = _Entry(factory, int(episode_length))
+    _REGISTRY[name] = _Entry(factory, int(episode_length), extra)
 
 
 def unregister(name: str) -> None:
@@ -56,6 +63,11 @@ def names() -> tuple[str, ...]:
 def time_limit(name: str) -> int:
     """The registered task's default time limit in task steps."""
     return _entry(name).episode_length
+
+
+def extra(name: str) -> str | None:
+    """The optional extra the registered task needs (None: none)."""
+    return _entry(name).extra
 
 
 def _entry(name: str) -> _Entry:
@@ -133,3 +145,7 @@ register("ur5e_reach", "hurtle.envs.manipulation.ur5e:UR5eReach", episode_length
 register("ur5e_push", "hurtle.envs.manipulation.ur5e:UR5ePush", episode_length=250)
 register("fetch", "hurtle.envs.locomotion.fetch:Fetch", episode_length=1000)
 register("grasp", "hurtle.envs.manipulation.grasp:Grasp", episode_length=1000)
+
+# MuJoCo Playground's robot tasks (the `robots` extra: EnvPool's asset wheels hold the robots and scenes)
+register("go1_joystick_flat", "hurtle.envs.robots.go1:flat", episode_length=1000, extra="robots")
+register("go1_joystick_rough", "hurtle.envs.robots.go1:rough", episode_length=1000, extra="robots")

@@ -274,3 +274,13 @@ class Go1Joystick(PhysicsEnv):
             ]
         ).astype(self.dtype)
         return state, privileged, rng
+
+
+def flat(**kwargs) -> Go1Joystick:
+    """`go1_joystick_flat`: Playground's Go1JoystickFlatTerrain."""
+    return Go1Joystick("flat", **kwargs)
+
+
+def rough(**kwargs) -> Go1Joystick:
+    """`go1_joystick_rough`: Playground's Go1JoystickRoughTerrain (a height field)."""
+    return Go1Joystick("rough", **kwargs)

@@ -1,0 +1,75 @@
+"""EnvPool's C++ twins of MuJoCo Playground's tasks as references for hurtle's (EnvPool 1.2.5, `pip install envpool`).
+
+EnvPool has no call that sets a simulation's state, so hurtle's task is put into EnvPool's: from EnvPool's reset,
+whose distribution is known (the home pose turned by a random yaw and moved by a random x, y, with random base
+velocities), the yaw and the base's velocities are solved from the observation (the IMU's angular velocity in its
+own frame and in the world's, its linear velocity), the joints read from the privileged observation; x and y do not
+matter on flat ground. Commands are EnvPool's: copied into hurtle's task state after every step (both draw their
+own, from different generators).
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+VERSION = "1.2.5"  # the EnvPool these comparisons were written against (it bundles its own MuJoCo C)
+
+
+def envpool_or_skip():
+    """EnvPool, or the test skipped naming it (CI installs it: `.ci/run`, HURTLE_REQUIRE_EXTRAS)."""
+    from tests.conftest import require_or_skip
+
+    require_or_skip("envpool")
+    import envpool
+
+    return envpool
+
+
+def turned_home(mj: mujoco.MjModel, home_qpos: np.ndarray, joints: np.ndarray, yaw: float) -> np.ndarray:
+    """The home pose turned by `yaw` about the world's z (Playground's `quat_home * quat_z(yaw)`), joints set."""
+    q = home_qpos.copy()
+    q[7:] = joints
+    turn = np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+    mujoco.mju_mulQuat(q[3:7], home_qpos[3:7], turn)
+    return q
+
+
+def base_state(
+    mj: mujoco.MjModel,
+    home_qpos: np.ndarray,
+    joints: np.ndarray,
+    joint_vel: np.ndarray,
+    site: str,
+    gyro: np.ndarray,
+    world_angvel: np.ndarray,
+    local_linvel: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(qpos, qvel) of a free-floating robot at its home height whose IMU site reads `gyro` (angular velocity in the
+    site's frame), `world_angvel` (the same in the world's) and `local_linvel` (the site's velocity in its frame).
+
+    The yaw turns the site's angular velocity at yaw 0 onto the world's; the free joint's velocity is the site's
+    less the rotation's share at the site's offset from the body's origin, in the world (linear) and the body's
+    (angular) frames, as MuJoCo's free joint holds them."""
+    d = mujoco.MjData(mj)
+    s = mj.site(site)
+    body = s.bodyid
+
+    def at(yaw):
+        d.qpos[:] = turned_home(mj, home_qpos, joints, yaw)
+        mujoco.mj_kinematics(mj, d)
+        return d.qpos.copy(), d.site_xmat[s.id].reshape(3, 3)
+
+    _, rot = at(0.0)
+    u = rot @ gyro
+    yaw = float(
+        np.arctan2(u[0] * world_angvel[1] - u[1] * world_angvel[0], u[0] * world_angvel[0] + u[1] * world_angvel[1])
+    )
+    qpos, rot = at(yaw)
+    w = rot @ gyro
+    offset = d.site_xpos[s.id] - d.xpos[body]
+    qvel = np.zeros(mj.nv)
+    qvel[0:3] = rot @ local_linvel - np.cross(w, offset)
+    qvel[3:6] = d.xmat[body].reshape(3, 3).T @ w
+    qvel[6:] = joint_vel
+    return qpos, qvel

@@ -1,0 +1,148 @@
+"""Go1 following a joystick command (`go1_joystick_flat`, `go1_joystick_rough`): MuJoCo Playground's task, stepped
+batched without NaN, replayed on MuJoCo C with the same observations and rewards, and equal to EnvPool's C++ twin."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hurtle import envs
+from hurtle.envs import wrappers
+from hurtle.envs.robots import go1 as G
+from tests.conftest import require_or_skip
+from tests.envs import envpool_twin as twin
+
+
+@pytest.fixture(scope="module")
+def flat():
+    require_or_skip("robots")
+    return G.Go1Joystick("flat", noise=0.0)
+
+
+def test_unknown_settings_are_refused_by_name():
+    require_or_skip("robots")
+    with pytest.raises(ValueError, match="terrain must be one of flat, rough"):
+        G.Go1Joystick("hills")
+    with pytest.raises(ValueError, match=r"no reward terms \['speed'\]"):
+        G.Go1Joystick(scales={"speed": 1.0})
+
+
+@pytest.mark.parametrize("name", ["go1_joystick_flat", "go1_joystick_rough"])
+def test_64_worlds_step_1000_random_actions_without_nan(name):
+    """jit and vmap over 64 worlds, random actions for 1,000 steps with resets: finite throughout; random actions
+    topple some robots (the episode ends on its back); the observation and privileged observation are Playground's
+    48 and 123 values."""
+    require_or_skip("robots")
+    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make(name))))
+    assert env.observation_space.shape == (48,) and env.privileged_observation_space.shape == (123,)
+
+    def body(carry, key):
+        state, ended = carry
+        action = jax.random.uniform(key, (64, 12), state.obs.dtype, -1.0, 1.0)
+        state = env.step(state, action)
+        finite = (
+            jnp.isfinite(state.obs).all() & jnp.isfinite(state.privileged_obs).all() & jnp.isfinite(state.reward).all()
+        )
+        return (state, ended + state.done.sum()), (finite, state.metrics["nan_resets"].sum())
+
+    state = env.reset(jax.random.key(0))
+    run = jax.jit(lambda s, keys: jax.lax.scan(body, (s, jnp.zeros((), jnp.int32)), keys))
+    (state, falls), (finite, nans) = run(state, jax.random.split(jax.random.key(1), 1000))
+    assert bool(finite.all()) and int(nans.sum()) == 0
+    assert int(falls) > 0, "no robot fell under 1,000 random actions"
+
+
+def test_standing_still_under_zero_actions(flat):
+    """The home pose held by the PD servos: upright after 2 s (100 control steps) of zero actions."""
+    step = jax.jit(flat.step)
+    state = jax.jit(flat.reset)(jax.random.key(0))
+    for _ in range(100):
+        state = step(state, jnp.zeros(12))
+    assert not bool(state.done)
+    assert float(flat.sensor(state.physics, "upvector")[2]) > 0.95
+
+
+def test_mujoco_c_replays_the_task(flat):
+    """hurtle's task on MuJoCo C (`MujocoEnv`, float64) gives the JAX task's observations, privileged observations,
+    reward terms and terminations: both reset from the same keys (the host splits each environment's key as the
+    JAX reset's caller would), then step under the same random actions."""
+    from hurtle.hostenvs import MujocoEnv
+
+    n, seed = 3, 1
+    host = MujocoEnv(flat, n, nthread=1)
+    obs = host.reset(seed=seed)
+    subkeys = jax.vmap(jax.random.split)(jax.random.split(jax.random.PRNGKey(seed), n))[:, 1]
+    states = jax.jit(jax.vmap(flat.reset))(subkeys)
+    close = dict(rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(obs, states.obs, **close)
+    np.testing.assert_allclose(host.reset_privileged_obs, states.privileged_obs, **close)
+    step = jax.jit(jax.vmap(flat.step))
+    rng = np.random.default_rng(0)
+    for t in range(20):
+        action = rng.uniform(-0.5, 0.5, (n, 12))
+        out = host.step(action)
+        states = step(states, jnp.asarray(action))
+        assert not out.ended.any()
+        np.testing.assert_allclose(out.final_obs, states.obs, **close, err_msg=f"step {t}")
+        np.testing.assert_allclose(out.final_privileged_obs, states.privileged_obs, **close, err_msg=f"step {t}")
+        np.testing.assert_allclose(out.reward, states.reward, **close)
+        for key in G.SCALES:
+            np.testing.assert_allclose(out.metrics[f"reward/{key}"], states.metrics[f"reward/{key}"], **close)
+    host.close()
+
+
+def _envpool_go1(envpool, n: int, **config):
+    return envpool.make(
+        "MuJoCoPlayground/Go1JoystickFlatTerrain-v1", env_type="gymnasium", num_envs=n, seed=0, **config
+    )
+
+
+def test_equals_envpools_twin(flat):
+    """EnvPool 1.2.5's C++ Go1JoystickFlatTerrain (envpool_twin.VERSION; it bundles its own MuJoCo C), noise off: from
+    EnvPool's reset states (rebuilt in hurtle: envpool_twin.base_state) and with EnvPool's commands, 100 steps of the
+    same random actions give the same observation, privileged observation, every reward term (EnvPool's
+    `reward_<term>`, scaled, not times the control period) and termination within 1e-5."""
+    envpool = twin.envpool_or_skip()
+    n, steps = 4, 100
+    pool = _envpool_go1(envpool, n, noise_level=0.0)
+    obs, info = pool.reset()
+    mj, start = flat.mj, []
+    for i in range(n):
+        p = obs["privileged_state"][i]
+        qpos, qvel = twin.base_state(
+            mj, flat.home_qpos, flat.default_pose + p[63:75], p[75:87], "imu", gyro=p[48:51], world_angvel=p[60:63],
+            local_linvel=p[57:60],
+        )  # fmt: skip
+        start.append(flat.begin(flat.reset_to(jnp.asarray(qpos), jnp.asarray(qvel)), jax.random.key(i)))
+    state = jax.tree.map(lambda *x: jnp.stack(x), *start)
+
+    def commanded(state, info):
+        cmd, timer = jnp.asarray(info["command"]), jnp.asarray(info["steps_until_next_cmd"])
+        timer = timer.astype(state.info["steps_until_next_cmd"].dtype)
+        return state.replace(info={**state.info, "command": cmd, "steps_until_next_cmd": timer})
+
+    state = commanded(state, info)
+    observe = jax.jit(jax.vmap(lambda s: flat._observe(s.physics, s.info)[:2]))
+    ours, privileged = observe(state)
+    np.testing.assert_allclose(ours, obs["state"], atol=1e-9)
+    np.testing.assert_allclose(privileged, obs["privileged_state"], atol=1e-9)
+    step = jax.jit(jax.vmap(flat.step))
+    rng = np.random.default_rng(0)
+    for t in range(steps):
+        action = rng.uniform(-0.5, 0.5, (n, 12))
+        obs, reward, terminated, _, info = pool.step(action)
+        state = step(state, jnp.asarray(action))
+        where = f"step {t}"
+        np.testing.assert_allclose(state.obs, obs["state"], atol=1e-5, err_msg=where)
+        np.testing.assert_allclose(state.privileged_obs, obs["privileged_state"], atol=1e-5, err_msg=where)
+        for key in G.SCALES:
+            np.testing.assert_allclose(
+                state.metrics[f"reward/{key}"], info[f"reward_{key}"], atol=1e-5, err_msg=f"{key}, {where}"
+            )
+        np.testing.assert_allclose(state.reward, reward, atol=1e-5, err_msg=where)
+        np.testing.assert_array_equal(state.done, terminated, err_msg=where)
+        if terminated.any():
+            break
+        state = commanded(state, info)

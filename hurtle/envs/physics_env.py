@@ -193,7 +193,16 @@ class PhysicsEnv(Env):
 
     def step(self, state: State, action: jax.Array) -> State:
         action = self.action_space.check(action, type(self).__name__)
-        return self.advance(state, self.pipeline_step(state.physics, self.control(state.physics, action)), action)
+        state, kick = self.push(state)
+        physics = state.physics if kick is None else state.physics.replace(qvel=state.physics.qvel + kick)
+        return self.advance(state, self.pipeline_step(physics, self.control(physics, action)), action)
+
+    def push(self, state: State) -> tuple[State, jax.Array | None]:
+        """A push before this step's physics, as a change of velocity: `(state, dqvel)`, `dqvel` added to `qvel`
+        (MuJoCo Playground's pushes kick the base's velocity), or `(state, None)`: no push (the default). The
+        returned state carries the push's own bookkeeping (its timer, in `info`); a host engine adds `dqvel` to
+        its simulations' velocities the same way."""
+        return state, None
 
     def advance(self, state: State, after: hp.Data, action: jax.Array) -> State:
         """The step from `state` under `action` whose physics ended in `after`: the reward's terms, the

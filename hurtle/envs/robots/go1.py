@@ -30,10 +30,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box, State
-from hurtle.envs.physics_env import PhysicsEnv
 from hurtle.envs.robots import joystick as J
-from hurtle.envs.robots.assets import playground_path
-from hurtle.physics import math as hmath
 
 SCENES = {
     "flat": "locomotion/go1/xmls/scene_mjx_feetonly_flat_terrain.xml",
@@ -61,7 +58,7 @@ SCALES = {
 NOISE = {"linvel": 0.1, "gyro": 0.2, "gravity": 0.05, "joint_pos": 0.03, "joint_vel": 1.5}
 
 
-class Go1Joystick(PhysicsEnv):
+class Go1Joystick(J.JoystickEnv):
     """Go1 tracking a joystick command on flat ground or rough terrain (`terrain`).
 
     noise: the observation noise's level (1: Playground's; 0: none, as for comparing engines).
@@ -69,6 +66,7 @@ class Go1Joystick(PhysicsEnv):
     """
 
     n_frames = 5
+    FEET, SCALES = FEET, SCALES
     KP, KD, ACTION_SCALE, SOFT_LIMIT = 35.0, 0.5, 0.5, 0.95
     COMMAND_AMPLITUDE = (1.5, 0.8, 1.2)
     COMMAND_KEEP_NONZERO = (0.9, 0.25, 0.5)
@@ -79,27 +77,11 @@ class Go1Joystick(PhysicsEnv):
     def __init__(self, terrain: str = "flat", noise: float = 1.0, scales: dict | None = None):
         if terrain not in SCENES:
             raise ValueError(f"Go1Joystick: terrain must be one of {', '.join(SCENES)}, got {terrain!r}")
-        unknown = set(scales or {}) - set(SCALES)
-        if unknown:
-            raise ValueError(f"Go1Joystick: no reward terms {sorted(unknown)}; they are {', '.join(SCALES)}")
-        self.terrain, self.noise = terrain, float(noise)
-        self.scales = {**SCALES, **(scales or {})}
-        super().__init__(playground_path(SCENES[terrain]))
-        m = self.mj = self.compile_mujoco()
-        home = m.keyframe("home")
-        self.home_qpos = np.asarray(home.qpos, np.float64)
-        self.default_pose = self.home_qpos[7:]
-        lower, upper = m.jnt_range[1:].T
-        self.soft_lower, self.soft_upper = lower * self.SOFT_LIMIT, upper * self.SOFT_LIMIT
-        self.imu = m.site("imu").id
-        self.feet_sites = np.array([m.site(f).id for f in FEET])
-        self.trunk = m.body("trunk").id
-        self._action_space = Box(-1.0, 1.0, (m.nu,), self.dtype)
+        self.terrain = terrain
+        super().__init__(SCENES[terrain], noise, scales)
+        self.soft_lower, self.soft_upper = self.lower * self.SOFT_LIMIT, self.upper * self.SOFT_LIMIT
+        self.trunk = self.mj.body("trunk").id
         self._privileged_space = Box(-np.inf, np.inf, (123,), self.dtype)
-
-    @property
-    def privileged_observation_space(self) -> Box:
-        return self._privileged_space
 
     def edit_model(self, m: mujoco.MjModel) -> None:
         m.opt.timestep = 0.004
@@ -108,33 +90,10 @@ class Go1Joystick(PhysicsEnv):
         m.actuator_gainprm[:, 0] = self.KP
         m.actuator_biasprm[:, 1] = -self.KP
 
-    # -- the physics' readings --
-
-    def _read(self, d: hp.Data) -> dict[str, jax.Array]:
-        s = self.sensor
-        return {
-            "gyro": s(d, "gyro"),
-            "local_linvel": s(d, "local_linvel"),
-            "accelerometer": s(d, "accelerometer"),
-            "upvector": s(d, "upvector"),
-            "global_linvel": s(d, "global_linvel"),
-            "global_angvel": s(d, "global_angvel"),
-            "gravity": d.site_xmat[self.imu].T @ jnp.array([0.0, 0.0, -1.0], d.qpos.dtype),
-            "feet_vel": jnp.stack([s(d, f"{f}_global_linvel") for f in FEET]),
-            "contact": jnp.concatenate([s(d, f"{f}_floor_found") for f in FEET]) > 0,
-            "feet_z": d.site_xpos[self.feet_sites, 2],
-        }
-
     # -- reset --
 
     def reset_state(self, key: jax.Array):
-        k_xy, k_yaw, k_vel = jax.random.split(jax.random.fold_in(key, 0), 3)
-        qpos = jnp.asarray(self.home_qpos, self.dtype)
-        qpos = qpos.at[:2].add(jax.random.uniform(k_xy, (2,), self.dtype, -0.5, 0.5))
-        yaw = jax.random.uniform(k_yaw, (), self.dtype, -3.14, 3.14)
-        turn = hmath.axis_angle_to_quat(jnp.array([0.0, 0.0, 1.0], self.dtype), yaw)
-        qpos = qpos.at[3:7].set(hmath.quat_mul(qpos[3:7], turn))
-        qvel = jnp.zeros(self.model.nv, self.dtype).at[:6].set(jax.random.uniform(k_vel, (6,), self.dtype, -0.5, 0.5))
+        qpos, qvel = self.turned_home(jax.random.fold_in(key, 0))
         return qpos, qvel, qpos[7:]
 
     def begin(self, state: State, key: jax.Array) -> State:
@@ -158,20 +117,13 @@ class Go1Joystick(PhysicsEnv):
         """The noiseless `state` with a zero previous action and command (the space's shape; the task's observation
         is built with its `info` by `begin` and `advance`)."""
         info = {"command": jnp.zeros(3, data.qpos.dtype), "last_act": jnp.zeros(self.model.nu, data.qpos.dtype)}
-        return self._state(self._read(data), data, info, None)
-
-    def reward_terms(self, before, after, action):  # the terms' names and dtypes for `start`
-        zero = jnp.zeros((), after.qpos.dtype)
-        return {k: zero for k in SCALES}
+        return self._state(self.read(data), data, info, None)
 
     # -- a step --
 
-    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
-        return jnp.asarray(self.default_pose, action.dtype) + self.ACTION_SCALE * action
-
     def advance(self, state: State, after: hp.Data, action: jax.Array) -> State:
         info, dt = state.info, self.dt
-        r = self._read(after)
+        r = self.read(after)
         contact = r["contact"]
         first_contact = (info["feet_air_time"] > 0) & (contact | info["last_contact"])
         air_time = info["feet_air_time"] + dt
@@ -194,7 +146,7 @@ class Go1Joystick(PhysicsEnv):
             "action_rate": J.action_rate(action, info["last_act"]),
             "energy": J.energy(qd, force),
             "feet_clearance": J.feet_clearance(r["feet_vel"], r["feet_z"], self.MAX_FOOT_HEIGHT),
-            "feet_height": J.feet_height(swing_peak, first_contact, cmd, self.MAX_FOOT_HEIGHT),
+            "feet_height": J.feet_height(swing_peak, first_contact, self.MAX_FOOT_HEIGHT) * J.moving(cmd),
             "feet_slip": J.feet_slip(r["feet_vel"], contact, cmd),
             "feet_air_time": J.feet_air_time(air_time, first_contact, cmd),
         }
@@ -251,7 +203,7 @@ class Go1Joystick(PhysicsEnv):
 
     def _observe(self, d: hp.Data, info: dict, r: dict | None = None):
         """(`state`, `privileged_state`, the noise key after) in the physics state `d` with the task's `info`."""
-        r = self._read(d) if r is None else r
+        r = self.read(d) if r is None else r
         rng, key = jax.random.split(info["rng"])
         state = self._state(r, d, info, key)
         default = jnp.asarray(self.default_pose, d.qpos.dtype)

@@ -1,7 +1,9 @@
 """What velocity-command ("joystick") locomotion tasks share: the command sampler, observation noise and the
 reward terms MuJoCo Playground's joystick tasks are built from (Go1, G1, the Berkeley humanoid).
 
-Each term is a function of arrays (no task object), returning the unscaled term; a task multiplies each by its
+`JoystickEnv` is what the tasks share beside: the scene found in the `robots` extra, the home pose and soft joint
+limits, the IMU's and feet's sensor readings, the reset's turned and shifted home pose, actions as offsets from
+it. Each term is a function of arrays (no task object), returning the unscaled term; a task multiplies each by its
 scale, logs the scaled value as `reward/<term>` and combines them as its reference does (Playground's: the sum times
 the control period, clipped at zero from below). Names follow Playground's.
 """
@@ -10,6 +12,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+import hurtle.physics as hp
+from hurtle.envs.base import Box
+from hurtle.envs.physics_env import PhysicsEnv
+from hurtle.envs.robots.assets import playground_path
+from hurtle.physics import math as hmath
 
 
 def uniform_noise(key: jax.Array, x: jax.Array, scale: float) -> jax.Array:
@@ -38,9 +48,26 @@ def steps_until_next_command(key: jax.Array, mean_seconds: float, dt: float) -> 
     return jnp.round(jax.random.exponential(key) * mean_seconds / dt).astype(jnp.int32)
 
 
-def moving(command: jax.Array) -> jax.Array:
-    """Whether a command asks to move (norm above 0.01)."""
-    return jnp.linalg.norm(command) > 0.01
+def moving(command: jax.Array, threshold: float = 0.01) -> jax.Array:
+    """Whether a command asks to move (norm above `threshold`: Go1's 0.01, the humanoids' 0.1)."""
+    return jnp.linalg.norm(command) > threshold
+
+
+def sample_or_zero(key: jax.Array, amplitude: jax.Array, p_zero: float) -> jax.Array:
+    """A command uniform in [-amplitude, amplitude], all of it zero with probability `p_zero` (the humanoids')."""
+    k_cmd, k_zero = jax.random.split(key)
+    return jnp.where(jax.random.bernoulli(k_zero, p_zero), 0.0, sample_command(k_cmd, amplitude))
+
+
+def gait_height(phase: jax.Array, swing_height: float) -> jax.Array:
+    """A foot's target height at gait `phase` in [-pi, pi): on the ground for the first half (a cubic Bezier that
+    stays at zero there), up to `swing_height` and back over the second (Playground's `gait.get_rz`)."""
+    x = (phase + jnp.pi) / (2 * jnp.pi)
+
+    def bezier(start, end, t):
+        return start + (end - start) * (t**3 + 3 * (t**2 * (1 - t)))
+
+    return jnp.where(x <= 0.5, bezier(0.0, swing_height, 2 * x), bezier(swing_height, 0.0, 2 * x - 1))
 
 
 # --- reward terms ---
@@ -67,8 +94,10 @@ def orientation(upvector: jax.Array) -> jax.Array:
     return jnp.sum(jnp.square(upvector[:2]))
 
 
-def torques(force: jax.Array) -> jax.Array:
-    return jnp.linalg.norm(force) + jnp.sum(jnp.abs(force))
+def torques(force: jax.Array, with_norm: bool = True) -> jax.Array:
+    """The actuator forces' L1 norm, plus their L2 norm `with_norm` (Go1's; the humanoids' without)."""
+    l1 = jnp.sum(jnp.abs(force))
+    return jnp.linalg.norm(force) + l1 if with_norm else l1
 
 
 def energy(qvel: jax.Array, force: jax.Array) -> jax.Array:
@@ -79,13 +108,24 @@ def action_rate(action: jax.Array, last_action: jax.Array) -> jax.Array:
     return jnp.sum(jnp.square(action - last_action))
 
 
+def pose_deviation(q: jax.Array, default: jax.Array, weight: jax.Array) -> jax.Array:
+    """The weighted squared distance from the default pose (the humanoids' `pose` cost)."""
+    return jnp.sum(jnp.square(q - default) * weight)
+
+
 def pose(q: jax.Array, default: jax.Array, weight: jax.Array) -> jax.Array:
-    return jnp.exp(-jnp.sum(jnp.square(q - default) * weight))
+    """Closeness to the default pose, exp(-pose_deviation) (Go1's `pose` reward)."""
+    return jnp.exp(-pose_deviation(q, default, weight))
 
 
-def stand_still(command: jax.Array, q: jax.Array, default: jax.Array) -> jax.Array:
-    """Distance from the default pose, while the command is to stand (norm under 0.01)."""
-    return jnp.sum(jnp.abs(q - default)) * (jnp.linalg.norm(command) < 0.01)
+def joint_deviation(q: jax.Array, default: jax.Array, index: jax.Array) -> jax.Array:
+    """The joints `index`' absolute distance from the default pose, summed."""
+    return jnp.sum(jnp.abs(q[index] - default[index]))
+
+
+def stand_still(command: jax.Array, q: jax.Array, default: jax.Array, threshold: float = 0.01) -> jax.Array:
+    """Distance from the default pose, while the command is to stand (norm under `threshold`)."""
+    return jnp.sum(jnp.abs(q - default)) * (jnp.linalg.norm(command) < threshold)
 
 
 def joint_pos_limits(q: jax.Array, soft_lower: jax.Array, soft_upper: jax.Array) -> jax.Array:
@@ -103,11 +143,106 @@ def feet_clearance(feet_vel: jax.Array, feet_z: jax.Array, max_height: float) ->
     return jnp.sum(jnp.abs(feet_z - max_height) * jnp.sqrt(jnp.linalg.norm(feet_vel[:, :2], axis=-1)))
 
 
-def feet_height(swing_peak: jax.Array, first_contact: jax.Array, command: jax.Array, max_height: float) -> jax.Array:
-    """At each landing, the swing's peak height relative to `max_height`, squared, while moving."""
-    return jnp.sum(jnp.square(swing_peak / max_height - 1.0) * first_contact) * moving(command)
+def body_slip(global_linvel: jax.Array, contact: jax.Array) -> jax.Array:
+    """The body's horizontal speed times the number of feet on the ground (the humanoids' `feet_slip`)."""
+    return jnp.sum(jnp.linalg.norm(global_linvel[:2]) * contact)
 
 
-def feet_air_time(air_time: jax.Array, first_contact: jax.Array, command: jax.Array, threshold: float = 0.1):
-    """At each landing, the time the foot was in the air beyond `threshold`, while moving."""
-    return jnp.sum((air_time - threshold) * first_contact) * moving(command)
+def feet_height(swing_peak: jax.Array, first_contact: jax.Array, max_height: float) -> jax.Array:
+    """At each landing, the swing's peak height relative to `max_height`, squared (Go1 gates it by `moving`)."""
+    return jnp.sum(jnp.square(swing_peak / max_height - 1.0) * first_contact)
+
+
+def feet_air_time(
+    air_time: jax.Array,
+    first_contact: jax.Array,
+    command: jax.Array,
+    threshold: float = 0.1,
+    cap: float | None = None,
+    gate: float = 0.01,
+):
+    """At each landing, the time the foot was in the air beyond `threshold` (at most `cap`), while the command's
+    norm is above `gate` (Go1: 0.1 s, no cap, 0.01; the humanoids: 0.2 s, 0.3 s, 0.1)."""
+    extra = (air_time - threshold) * first_contact
+    if cap is not None:
+        extra = jnp.minimum(extra, cap)
+    return jnp.sum(extra) * moving(command, gate)
+
+
+def feet_phase(feet_z: jax.Array, phase: jax.Array, swing_height: float) -> jax.Array:
+    """How closely the feet follow the gait's height profile: exp(-sum of squared errors / 0.01)."""
+    return jnp.exp(-jnp.sum(jnp.square(feet_z - gait_height(phase, swing_height))) / 0.01)
+
+
+class JoystickEnv(PhysicsEnv):
+    """A legged robot on a Playground scene following a velocity command: what Go1's and the humanoids' tasks share.
+
+    A subclass sets `SCALES` (its reward terms' default scales), `FEET` (the feet's sites, whose `<site>_global_linvel`
+    sensors it reads), `FEET_GEOMS` (the geoms of the `<geom>_floor_found` contact sensors; the sites' names unless
+    set), `ACTION_SCALE` and `n_frames`, and defines `begin`, `advance` and the observations."""
+
+    SCALES: dict[str, float] = {}
+    FEET: tuple[str, ...] = ()
+    FEET_GEOMS: tuple[str, ...] | None = None
+    ACTION_SCALE = 0.5
+
+    def __init__(self, scene: str, noise: float = 1.0, scales: dict | None = None):
+        name = type(self).__name__
+        unknown = set(scales or {}) - set(self.SCALES)
+        if unknown:
+            raise ValueError(f"{name}: no reward terms {sorted(unknown)}; they are {', '.join(self.SCALES)}")
+        self.noise = float(noise)
+        self.scales = {**self.SCALES, **(scales or {})}
+        super().__init__(playground_path(scene))
+        m = self.mj = self.compile_mujoco()
+        self.home_qpos = np.asarray(m.keyframe("home").qpos, np.float64)
+        self.default_pose = self.home_qpos[7:]
+        self.lower, self.upper = m.jnt_range[1:].T
+        self.imu = m.site("imu").id
+        self.feet_sites = np.array([m.site(f).id for f in self.FEET])
+        self._action_space = Box(-1.0, 1.0, (m.nu,), self.dtype)
+        self._privileged_space = None
+
+    @property
+    def privileged_observation_space(self) -> Box | None:
+        return self._privileged_space
+
+    def edit_model(self, m: mujoco.MjModel) -> None:
+        """None: the humanoids' files hold Playground's model (Go1's task edits gains and damping)."""
+
+    def read(self, d: hp.Data) -> dict[str, jax.Array]:
+        """The IMU's and the feet's sensor readings Playground's tasks use, the gravity direction in the IMU's frame
+        and the feet's heights."""
+        s = self.sensor
+        geoms = self.FEET_GEOMS or self.FEET
+        return {
+            "gyro": s(d, "gyro"),
+            "local_linvel": s(d, "local_linvel"),
+            "accelerometer": s(d, "accelerometer"),
+            "upvector": s(d, "upvector"),
+            "global_linvel": s(d, "global_linvel"),
+            "global_angvel": s(d, "global_angvel"),
+            "gravity": d.site_xmat[self.imu].T @ jnp.array([0.0, 0.0, -1.0], d.qpos.dtype),
+            "feet_vel": jnp.stack([s(d, f"{f}_global_linvel") for f in self.FEET]),
+            "contact": jnp.concatenate([s(d, f"{g}_floor_found") for g in geoms]) > 0,
+            "feet_z": d.site_xpos[self.feet_sites, 2],
+        }
+
+    def turned_home(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(qpos, qvel): the home pose moved by U(-0.5, 0.5) in x and y and turned by a yaw U(-3.14, 3.14) about the
+        vertical, the base's six velocities U(-0.5, 0.5), the joints still."""
+        k_xy, k_yaw, k_vel = jax.random.split(key, 3)
+        qpos = jnp.asarray(self.home_qpos, self.dtype)
+        qpos = qpos.at[:2].add(jax.random.uniform(k_xy, (2,), self.dtype, -0.5, 0.5))
+        yaw = jax.random.uniform(k_yaw, (), self.dtype, -3.14, 3.14)
+        turn = hmath.axis_angle_to_quat(jnp.array([0.0, 0.0, 1.0], self.dtype), yaw)
+        qpos = qpos.at[3:7].set(hmath.quat_mul(qpos[3:7], turn))
+        qvel = jnp.zeros(self.model.nv, self.dtype).at[:6].set(jax.random.uniform(k_vel, (6,), self.dtype, -0.5, 0.5))
+        return qpos, qvel
+
+    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
+        return jnp.asarray(self.default_pose, action.dtype) + self.ACTION_SCALE * action
+
+    def reward_terms(self, before, after, action):  # the terms' names and dtypes, for `start`
+        zero = jnp.zeros((), after.qpos.dtype)
+        return {k: zero for k in self.SCALES}

@@ -127,13 +127,20 @@ class MujocoEnv(HostEnv):
             state = task.begin(task.start(started), key)
             return (state.obs, state.privileged_obs), state.info, state.metrics, written(state)
 
+        def push(before, info, metrics):
+            state, kick = task.push(blank.replace(physics=before, info=info, metrics=metrics))
+            return state.info, kick
+
         # what each reads (its outputs less the physics passed through)
         control_f = fields_read(lambda d: task.control(d, action), template)[0]
         start_f = fields_read(lambda d: begin(d, key), template)[0]
         before_f, after_f = fields_read(
             lambda b, a: advance(b, blank.info, blank.metrics, a, action), template, template
         )
-        self._before_names = sorted(before_f | control_f | set(self._written))
+        # a task that pushes (a velocity kick before the physics, `PhysicsEnv.push`): its kick added to qvel here
+        pushes = jax.eval_shape(lambda: push(template, blank.info, blank.metrics)[1]) is not None
+        push_f = fields_read(lambda d: push(d, blank.info, blank.metrics), template)[0] if pushes else set()
+        self._before_names = sorted(before_f | control_f | push_f | set(self._written))
         self._after_names = sorted(after_f | start_f | set(self._before_names) | {"qpos", "qvel"})
         self.mj_model = task.compile_mujoco()
         # fields of mj_rnePostConstraint: run per simulation on a copy of its MjData (a persistent batch
@@ -163,6 +170,7 @@ class MujocoEnv(HostEnv):
         self._control = jax.jit(jax.vmap(lambda before, action: task.control(data(before), action)))
         self._advance = jax.jit(jax.vmap(lambda b, info, m, a, action: advance(data(b), info, m, data(a), action)))
         self._begin = jax.jit(jax.vmap(lambda fields, key: begin(data(fields), key)))
+        self._push = jax.jit(jax.vmap(lambda b, info, m: push(data(b), info, m))) if pushes else None
         self._initial = jax.jit(initial)
 
     def _read(self, names) -> dict[str, np.ndarray]:
@@ -228,6 +236,13 @@ class MujocoEnv(HostEnv):
         if self._keys is None or self.batch is None:
             raise RuntimeError(f"{self.name}: " + ("closed" if self.batch is None else "call reset(seed) before step"))
         action = self._check_action(action).astype(self.dtype)
+        if self._push is not None:
+            with jax.default_device(self._cpu):
+                info, kick = jax.device_get(self._push(self._before, *self._task_state))
+            self._task_state = (jax.tree.map(np.array, info), self._task_state[1])
+            self._state_fields["qvel"][:] += kick
+            if "qvel" in self._before:
+                self._before["qvel"] = self._before["qvel"] + kick
         with jax.default_device(self._cpu):
             self._state_fields["ctrl"][:] = np.asarray(self._control(self._before, action))
         self.batch.step(nstep=self.task.n_frames)

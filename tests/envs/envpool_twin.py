@@ -73,3 +73,51 @@ def base_state(
     qvel[3:6] = d.xmat[body].reshape(3, 3).T @ w
     qvel[6:] = joint_vel
     return qpos, qvel
+
+
+def stack(states):
+    """One batched state from a list of single ones."""
+    import jax
+    import jax.numpy as jnp
+
+    return jax.tree.map(lambda *x: jnp.stack(x), *states)
+
+
+def with_info(state, **values):
+    """`state` with these `info` entries replaced (EnvPool's commands and timers), each in the entry's dtype."""
+    import jax.numpy as jnp
+
+    info = dict(state.info)
+    for key, value in values.items():
+        info[key] = jnp.asarray(value).astype(info[key].dtype)
+    return state.replace(info=info)
+
+
+def compare(task, pool, state, info, steps: int, amplitude: float, follow, tol: float = 1e-5, seed: int = 0) -> int:
+    """Step EnvPool's `pool` and hurtle's batched `state` (rebuilt from the pool's reset, whose `info` is `info`)
+    together under the same uniform random actions in [-amplitude, amplitude]: every step's observation,
+    privileged observation, reward terms (EnvPool's `reward_<term>`), reward and termination within `tol`, until
+    `steps` or the first episode's end. `follow(state, info)` copies EnvPool's commands into hurtle's state after
+    each step. Returns the steps compared."""
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(jax.vmap(task.step))
+    rng = np.random.default_rng(seed)
+    n, nu = state.obs.shape[0], task.action_space.shape[0]
+    for t in range(steps):
+        action = rng.uniform(-amplitude, amplitude, (n, nu))
+        obs, reward, terminated, _, info = pool.step(action)
+        state = step(state, jnp.asarray(action))
+        where = f"step {t}"
+        np.testing.assert_allclose(state.obs, obs["state"], atol=tol, err_msg=where)
+        np.testing.assert_allclose(state.privileged_obs, obs["privileged_state"], atol=tol, err_msg=where)
+        for key in task.SCALES:
+            got, want = state.metrics[f"reward/{key}"], info[f"reward_{key}"]
+            np.testing.assert_allclose(got, want, atol=tol, err_msg=f"{key}, {where}")
+        np.testing.assert_allclose(state.reward, reward, atol=tol, err_msg=where)
+        np.testing.assert_array_equal(state.done, terminated, err_msg=where)
+        if terminated.any():
+            return t + 1
+        state = follow(state, info)
+    return steps

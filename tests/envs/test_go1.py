@@ -116,33 +116,13 @@ def test_equals_envpools_twin(flat):
             local_linvel=p[57:60],
         )  # fmt: skip
         start.append(flat.begin(flat.reset_to(jnp.asarray(qpos), jnp.asarray(qvel)), jax.random.key(i)))
-    state = jax.tree.map(lambda *x: jnp.stack(x), *start)
 
-    def commanded(state, info):
-        cmd, timer = jnp.asarray(info["command"]), jnp.asarray(info["steps_until_next_cmd"])
-        timer = timer.astype(state.info["steps_until_next_cmd"].dtype)
-        return state.replace(info={**state.info, "command": cmd, "steps_until_next_cmd": timer})
+    def follow(state, info):
+        return twin.with_info(state, command=info["command"], steps_until_next_cmd=info["steps_until_next_cmd"])
 
-    state = commanded(state, info)
+    state = follow(twin.stack(start), info)
     observe = jax.jit(jax.vmap(lambda s: flat._observe(s.physics, s.info)[:2]))
     ours, privileged = observe(state)
     np.testing.assert_allclose(ours, obs["state"], atol=1e-9)
     np.testing.assert_allclose(privileged, obs["privileged_state"], atol=1e-9)
-    step = jax.jit(jax.vmap(flat.step))
-    rng = np.random.default_rng(0)
-    for t in range(steps):
-        action = rng.uniform(-0.5, 0.5, (n, 12))
-        obs, reward, terminated, _, info = pool.step(action)
-        state = step(state, jnp.asarray(action))
-        where = f"step {t}"
-        np.testing.assert_allclose(state.obs, obs["state"], atol=1e-5, err_msg=where)
-        np.testing.assert_allclose(state.privileged_obs, obs["privileged_state"], atol=1e-5, err_msg=where)
-        for key in G.SCALES:
-            np.testing.assert_allclose(
-                state.metrics[f"reward/{key}"], info[f"reward_{key}"], atol=1e-5, err_msg=f"{key}, {where}"
-            )
-        np.testing.assert_allclose(state.reward, reward, atol=1e-5, err_msg=where)
-        np.testing.assert_array_equal(state.done, terminated, err_msg=where)
-        if terminated.any():
-            break
-        state = commanded(state, info)
+    assert twin.compare(flat, pool, state, info, steps, 0.5, follow) >= 50

@@ -243,6 +243,10 @@ class JoystickEnv(PhysicsEnv):
     def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
         return jnp.asarray(self.default_pose, action.dtype) + self.ACTION_SCALE * action
 
+    def start_ctrl(self, qpos: jax.Array) -> jax.Array:
+        """The servos aimed at the start pose's joints (Playground's `ctrl = qpos[7:]`)."""
+        return qpos[7:]
+
     def reward_terms(self, before, after, action):  # the terms' names and dtypes, for `start`
         zero = jnp.zeros((), after.qpos.dtype)
         return {k: zero for k in self.SCALES}

@@ -26,6 +26,11 @@ CPU: dict[str, tuple[str, str]] = {
     "swimmer": ("ars", "anakin"),
     "reacher": ("sac", "anakin"),
     "pusher": ("sac", "anakin"),
+    # MuJoCo Playground's robot tasks: Sebulba's PPO on MuJoCo C, as the locomotion rows (not yet measured against
+    # the others: issue 73)
+    "go1_joystick_flat": ("ppo", "sebulba"),
+    "go1_joystick_rough": ("ppo", "sebulba"),
+    "berkeley_humanoid_joystick_flat": ("ppo", "sebulba"),
 }
 FALLBACK = ("ppo", "anakin")
 

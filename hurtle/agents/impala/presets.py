@@ -60,6 +60,14 @@ def _humanoid(**changes: Any) -> dict[str, Any]:
     )
 
 
+def _playground_cpu(**changes: Any) -> dict[str, Any]:
+    """MuJoCo Playground's joystick tasks on a CPU: the locomotion batches with Playground's learning settings."""
+    layers = (512, 256, 128)
+    fields = dict(discount=0.97, reward_scaling=1.0, max_grad_norm=1.0, entropy_cost=1e-2, num_epochs=4)
+    fields.update(num_minibatches=8, policy_hidden_sizes=layers, value_hidden_sizes=layers, num_timesteps=50_000_000)
+    return _locomotion(**{**fields, "eval_every": 20, **changes})
+
+
 IMPALA: dict[str, dict[str, Any]] = {
     # 2-core CPU, 2 fake devices (actor and learner apart): eval 475 from ~100-200k env steps. Returns of
     # ~100 make the value loss's gradient swamp a norm clip of 1: rewards scaled by 0.1, clip at 10
@@ -99,6 +107,11 @@ PPO: dict[str, dict[str, Any]] = {
     # train with APG and ARS on hurtle's physics instead (benchmarks/HISTORY.md, 2026-11-28)
     "reacher": _locomotion(),
     "swimmer": _locomotion(discount=0.9999),
+    # MuJoCo Playground's robot tasks on MuJoCo C (untuned: issue 73 tunes them): Playground's discount, gradient clip
+    # and 512-256-128 networks over the locomotion suite's CPU batches (4 x 8 minibatches, as the humanoids')
+    "go1_joystick_flat": _playground_cpu(),
+    "go1_joystick_rough": _playground_cpu(),
+    "berkeley_humanoid_joystick_flat": _playground_cpu(entropy_cost=5e-3),
 }
 
 __all__ = ["IMPALA", "PPO"]

@@ -138,7 +138,9 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
         speed = jax.random.uniform(k_speed, (), self.dtype, *self.PUSH_SPEED)
         due = jnp.mod(info["push_step"] + 1, info["push_interval_steps"]) == 0
         kick = (
-            jnp.zeros(self.model.nv, self.dtype).at[:2].set(jnp.stack([jnp.cos(angle), jnp.sin(angle)]) * speed * due)
+            jnp.zeros(self.model.nv, self.dtype)
+            .at[:2]
+            .set(jnp.stack([jnp.cos(angle), jnp.sin(angle)]) * speed * due.astype(self.dtype))
         )
         return state.replace(info={**info, "rng": rng}), kick
 
@@ -171,7 +173,7 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
             "alive": jnp.ones((), q.dtype),
             "termination": done.astype(q.dtype),
             "stand_still": J.stand_still(cmd, q, default, threshold=0.1),
-            "joint_deviation_hip": J.joint_deviation(q, default, self.hips) * (jnp.abs(cmd[1]) > 0.1),
+            "joint_deviation_hip": J.joint_deviation(q, default, self.hips) * (jnp.abs(cmd[1]) > 0.1).astype(q.dtype),
             "joint_deviation_knee": J.joint_deviation(q, default, self.knees),
             "dof_pos_limits": J.joint_pos_limits(q, self.soft_lower, self.soft_upper),
             "pose": J.pose_deviation(q, default, jnp.asarray(self.POSE_WEIGHT, q.dtype)),
@@ -183,7 +185,7 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
         due = step > self.COMMAND_STEPS
         amplitude = jnp.asarray(self.COMMAND_AMPLITUDE, q.dtype)
         phase = jnp.fmod(info["phase"] + info["phase_dt"] + jnp.pi, 2 * jnp.pi) - jnp.pi
-        on_ground = ~contact
+        on_ground = (~contact).astype(q.dtype)
         info = {
             **info,
             "command": jnp.where(due, J.sample_or_zero(k_cmd, amplitude, self.COMMAND_ZERO), cmd),

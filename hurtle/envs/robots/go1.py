@@ -146,7 +146,8 @@ class Go1Joystick(J.JoystickEnv):
             "action_rate": J.action_rate(action, info["last_act"]),
             "energy": J.energy(qd, force),
             "feet_clearance": J.feet_clearance(r["feet_vel"], r["feet_z"], self.MAX_FOOT_HEIGHT),
-            "feet_height": J.feet_height(swing_peak, first_contact, self.MAX_FOOT_HEIGHT) * J.moving(cmd),
+            "feet_height": J.feet_height(swing_peak, first_contact, self.MAX_FOOT_HEIGHT)
+            * J.moving(cmd).astype(q.dtype),
             "feet_slip": J.feet_slip(r["feet_vel"], contact, cmd),
             "feet_air_time": J.feet_air_time(air_time, first_contact, cmd),
         }
@@ -160,7 +161,7 @@ class Go1Joystick(J.JoystickEnv):
         command = jnp.where(due, J.resample_command(k_cmd, cmd, amplitude, keep), cmd)
         redraw = J.steps_until_next_command(k_timer, self.COMMAND_MEAN_SECONDS, dt)
         timer = jnp.where(done | due, redraw, timer)
-        on_ground = ~contact
+        on_ground = (~contact).astype(q.dtype)
         swing_peak = swing_peak * on_ground
         info = {
             **info,

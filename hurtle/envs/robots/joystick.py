@@ -22,6 +22,11 @@ from hurtle.envs.robots.assets import playground_path
 from hurtle.physics import math as hmath
 
 
+def _as(mask: jax.Array, like: jax.Array) -> jax.Array:
+    """A boolean mask as 0/1 in `like`'s float dtype (products of masks and floats, under strict promotion)."""
+    return mask.astype(like.dtype)
+
+
 def uniform_noise(key: jax.Array, x: jax.Array, scale: float) -> jax.Array:
     """`x` plus noise uniform in [-scale, scale] per entry (Playground's `(2 U - 1) level scale`, the level folded
     into `scale`)."""
@@ -40,7 +45,7 @@ def resample_command(key: jax.Array, old: jax.Array, amplitude: jax.Array, keep_
     new = sample_command(k_new, amplitude)
     nonzero = jax.random.bernoulli(k_nonzero, keep_nonzero, old.shape)
     change = jax.random.bernoulli(k_change, 0.5, old.shape)
-    return jnp.where(change, new * nonzero, old)
+    return jnp.where(change, jnp.where(nonzero, new, 0.0), old)
 
 
 def steps_until_next_command(key: jax.Array, mean_seconds: float, dt: float) -> jax.Array:
@@ -125,7 +130,7 @@ def joint_deviation(q: jax.Array, default: jax.Array, index: jax.Array) -> jax.A
 
 def stand_still(command: jax.Array, q: jax.Array, default: jax.Array, threshold: float = 0.01) -> jax.Array:
     """Distance from the default pose, while the command is to stand (norm under `threshold`)."""
-    return jnp.sum(jnp.abs(q - default)) * (jnp.linalg.norm(command) < threshold)
+    return jnp.sum(jnp.abs(q - default)) * _as(jnp.linalg.norm(command) < threshold, q)
 
 
 def joint_pos_limits(q: jax.Array, soft_lower: jax.Array, soft_upper: jax.Array) -> jax.Array:
@@ -135,7 +140,7 @@ def joint_pos_limits(q: jax.Array, soft_lower: jax.Array, soft_upper: jax.Array)
 
 def feet_slip(feet_vel: jax.Array, contact: jax.Array, command: jax.Array) -> jax.Array:
     """Squared horizontal speed of the feet on the ground, while moving."""
-    return jnp.sum(jnp.sum(jnp.square(feet_vel[:, :2]), -1) * contact) * moving(command)
+    return jnp.sum(jnp.sum(jnp.square(feet_vel[:, :2]), -1) * _as(contact, feet_vel)) * _as(moving(command), feet_vel)
 
 
 def feet_clearance(feet_vel: jax.Array, feet_z: jax.Array, max_height: float) -> jax.Array:
@@ -145,12 +150,12 @@ def feet_clearance(feet_vel: jax.Array, feet_z: jax.Array, max_height: float) ->
 
 def body_slip(global_linvel: jax.Array, contact: jax.Array) -> jax.Array:
     """The body's horizontal speed times the number of feet on the ground (the humanoids' `feet_slip`)."""
-    return jnp.sum(jnp.linalg.norm(global_linvel[:2]) * contact)
+    return jnp.sum(jnp.linalg.norm(global_linvel[:2]) * _as(contact, global_linvel))
 
 
 def feet_height(swing_peak: jax.Array, first_contact: jax.Array, max_height: float) -> jax.Array:
     """At each landing, the swing's peak height relative to `max_height`, squared (Go1 gates it by `moving`)."""
-    return jnp.sum(jnp.square(swing_peak / max_height - 1.0) * first_contact)
+    return jnp.sum(jnp.square(swing_peak / max_height - 1.0) * _as(first_contact, swing_peak))
 
 
 def feet_air_time(
@@ -163,10 +168,10 @@ def feet_air_time(
 ):
     """At each landing, the time the foot was in the air beyond `threshold` (at most `cap`), while the command's
     norm is above `gate` (Go1: 0.1 s, no cap, 0.01; the humanoids: 0.2 s, 0.3 s, 0.1)."""
-    extra = (air_time - threshold) * first_contact
+    extra = (air_time - threshold) * _as(first_contact, air_time)
     if cap is not None:
         extra = jnp.minimum(extra, cap)
-    return jnp.sum(extra) * moving(command, gate)
+    return jnp.sum(extra) * _as(moving(command, gate), air_time)
 
 
 def feet_phase(feet_z: jax.Array, phase: jax.Array, swing_height: float) -> jax.Array:

@@ -28,7 +28,7 @@ def test_64_worlds_step_1000_random_actions_without_nan():
     """jit and vmap over 64 worlds, pushes and noise on, random actions for 1,000 steps with resets: finite
     throughout, falls ended and restarted; Playground's 52 and 114 observation values."""
     require_or_skip("robots")
-    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make("berkeley_humanoid_joystick_flat"))))
+    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make("berkeley_humanoid_joystick_flat"))), 64)
     assert env.observation_space.shape == (52,) and env.privileged_observation_space.shape == (114,)
 
     def body(carry, key):
@@ -48,13 +48,11 @@ def test_64_worlds_step_1000_random_actions_without_nan():
 def test_pushes_kick_the_base_on_their_interval(quiet):
     """A push changes the base's horizontal velocity by 0.1-2 m/s on the step its interval comes round, and only
     then; `push=False` never does."""
-    state = quiet.reset(jax.random.key(3))
+    state = jax.jit(quiet.reset)(jax.random.key(3))
     interval = int(state.info["push_interval_steps"])
     assert 250 <= interval <= 500
-    state = state.replace(info={**state.info, "push_step": jnp.asarray(interval - 2, jnp.int32)})
-    _, none = quiet.push(state)
-    state = state.replace(info={**state.info, "push_step": jnp.asarray(interval - 1, jnp.int32)})
-    _, kick = quiet.push(state)
+    push = jax.jit(lambda s, at: quiet.push(s.replace(info={**s.info, "push_step": at}))[1])
+    none, kick = push(state, jnp.asarray(interval - 2, jnp.int32)), push(state, jnp.asarray(interval - 1, jnp.int32))
     assert float(jnp.abs(none).max()) == 0.0
     assert 0.1 <= float(jnp.linalg.norm(kick[:2])) <= 2.0 and float(jnp.abs(kick[2:]).max()) == 0.0
     assert B.BerkeleyHumanoidJoystick(noise=0.0, push=False).push(state)[1] is None

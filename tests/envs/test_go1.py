@@ -35,7 +35,7 @@ def test_64_worlds_step_1000_random_actions_without_nan(name):
     topple some robots (the episode ends on its back); the observation and privileged observation are Playground's
     48 and 123 values."""
     require_or_skip("robots")
-    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make(name))))
+    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make(name))), 64)
     assert env.observation_space.shape == (48,) and env.privileged_observation_space.shape == (123,)
 
     def body(carry, key):

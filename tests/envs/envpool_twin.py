@@ -94,13 +94,25 @@ def with_info(state, **values):
 
 
 def compare(
-    task, pool, state, info, steps: int, amplitude: float, follow, tol: float = 1e-5, seed: int = 0, quirk=None
+    task,
+    pool,
+    state,
+    info,
+    steps: int,
+    amplitude: float,
+    follow=None,
+    tol: float = 1e-5,
+    seed: int = 0,
+    quirk=None,
+    raw_terms: bool = False,
 ) -> int:
     """Step EnvPool's `pool` and hurtle's batched `state` (rebuilt from the pool's reset, whose `info` is `info`)
     together under the same uniform random actions in [-amplitude, amplitude]: every step's observation,
     privileged observation, reward terms (EnvPool's `reward_<term>`), reward and termination within `tol`, each
-    environment until its episode ends (EnvPool restarts it from a state of its own), for `steps` steps. `follow(state, info)` copies EnvPool's commands into hurtle's state after
-    each step. `quirk(obs, info, last_info)` undoes a documented difference of EnvPool's from Playground in its
+    environment until its episode ends (EnvPool restarts it from a state of its own), for `steps` steps.
+    `follow(state, info)` copies EnvPool's commands into hurtle's state after each step (None: nothing to copy). A
+    task without a privileged observation is compared with EnvPool's array observation; `raw_terms`: EnvPool logs
+    each reward term unscaled (hurtle's `reward/<term>` is scaled by the task's `scales`). `quirk(obs, info, last_info)` undoes a documented difference of EnvPool's from Playground in its
     observation dict before the comparison. Returns the (environment, step) pairs compared."""
     import jax
     import jax.numpy as jnp
@@ -113,15 +125,18 @@ def compare(
         action = rng.uniform(-amplitude, amplitude, (n, nu))
         last_info = info
         obs, reward, terminated, _, info = pool.step(action)
+        obs = {k: np.array(v) for k, v in obs.items()} if isinstance(obs, dict) else {"state": np.array(obs)}
         if quirk is not None:
-            obs = quirk({k: np.array(v) for k, v in obs.items()}, info, last_info)
+            obs = quirk(obs, info, last_info)
         state = step(state, jnp.asarray(action))
         rows, where = alive.copy(), f"step {t}"
         np.testing.assert_allclose(np.asarray(state.obs)[rows], obs["state"][rows], atol=tol, err_msg=where)
-        ours = np.asarray(state.privileged_obs)[rows]
-        np.testing.assert_allclose(ours, obs["privileged_state"][rows], atol=tol, err_msg=where)
+        if state.privileged_obs is not None:
+            ours = np.asarray(state.privileged_obs)[rows]
+            np.testing.assert_allclose(ours, obs["privileged_state"][rows], atol=tol, err_msg=where)
         for key in task.SCALES:
             got, want = np.asarray(state.metrics[f"reward/{key}"])[rows], info[f"reward_{key}"][rows]
+            want = want * task.scales[key] if raw_terms else want
             np.testing.assert_allclose(got, want, atol=tol, err_msg=f"{key}, {where}")
         np.testing.assert_allclose(np.asarray(state.reward)[rows], reward[rows], atol=tol, err_msg=where)
         np.testing.assert_array_equal(np.asarray(state.done)[rows], terminated[rows], err_msg=where)
@@ -129,5 +144,5 @@ def compare(
         alive &= ~terminated  # an ended episode restarts in EnvPool from a state of its own: left out from here
         if not alive.any():
             break
-        state = follow(state, info)
+        state = state if follow is None else follow(state, info)
     return compared

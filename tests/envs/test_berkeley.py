@@ -38,7 +38,7 @@ def test_64_worlds_step_1000_random_actions_without_nan():
         finite = (
             jnp.isfinite(state.obs).all() & jnp.isfinite(state.privileged_obs).all() & jnp.isfinite(state.reward).all()
         )
-        return (state, falls + state.done.sum()), (finite, state.metrics["nan_resets"].sum())
+        return (state, falls + state.done.sum(dtype=jnp.int32)), (finite, state.metrics["nan_resets"].sum())
 
     run = jax.jit(lambda s, keys: jax.lax.scan(body, (s, jnp.zeros((), jnp.int32)), keys))
     (_, falls), (finite, nans) = run(env.reset(jax.random.key(0)), jax.random.split(jax.random.key(1), 1000))

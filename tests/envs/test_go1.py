@@ -45,7 +45,7 @@ def test_64_worlds_step_1000_random_actions_without_nan(name):
         finite = (
             jnp.isfinite(state.obs).all() & jnp.isfinite(state.privileged_obs).all() & jnp.isfinite(state.reward).all()
         )
-        return (state, ended + state.done.sum()), (finite, state.metrics["nan_resets"].sum())
+        return (state, ended + state.done.sum(dtype=jnp.int32)), (finite, state.metrics["nan_resets"].sum())
 
     state = env.reset(jax.random.key(0))
     run = jax.jit(lambda s, keys: jax.lax.scan(body, (s, jnp.zeros((), jnp.int32)), keys))

@@ -64,6 +64,24 @@ def test_standing_still_under_zero_actions(flat):
     assert float(flat.sensor(state.physics, "upvector")[2]) > 0.95
 
 
+def test_tracking_errors_are_the_episodes_means(flat):
+    """The success measures an evaluation logs: the mean, over the episode's steps so far, of the planar velocity
+    error and the yaw-rate error against the step's command (hand-computed from the noiseless observations: local
+    velocity, gyro, command), and no fall."""
+    step = jax.jit(flat.step)
+    state = jax.jit(flat.reset)(jax.random.key(1))
+    lin, ang = [], []
+    for _ in range(6):
+        state = step(state, jnp.zeros(12))
+        obs = np.asarray(state.obs)
+        command = obs[45:48]  # the command of the step (Playground's: before the step's update)
+        lin.append(np.linalg.norm(command[:2] - obs[0:2]))
+        ang.append(abs(command[2] - obs[5]))
+    np.testing.assert_allclose(float(state.metrics["tracking/lin_vel_error"]), np.mean(lin), rtol=1e-12)
+    np.testing.assert_allclose(float(state.metrics["tracking/ang_vel_error"]), np.mean(ang), rtol=1e-12)
+    assert float(state.metrics["fell"]) == 0.0 and np.mean(lin) > 0
+
+
 def test_mujoco_c_replays_the_task(flat):
     """hurtle's task on MuJoCo C (`MujocoEnv`, float64) gives the JAX task's observations, privileged observations,
     reward terms and terminations: both reset from the same keys (the host splits each environment's key as the

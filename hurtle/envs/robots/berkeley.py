@@ -122,9 +122,11 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
             "push_interval_steps": jnp.round(interval / self.dt).astype(jnp.int32),
             "rng": k_noise,
         }
+        tracked, measures = self.tracking_start()
+        info.update(tracked)
         r = self.read(state.physics)
         obs, privileged, rng = self._observe(state.physics, info, r)
-        metrics = {**state.metrics, "swing_peak": jnp.zeros((), dt)}
+        metrics = {**state.metrics, "swing_peak": jnp.zeros((), dt), **measures}
         return state.replace(obs=obs, privileged_obs=privileged, info={**info, "rng": rng}, metrics=metrics)
 
     # -- a step --
@@ -186,8 +188,10 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
         amplitude = jnp.asarray(self.COMMAND_AMPLITUDE, q.dtype)
         phase = jnp.fmod(info["phase"] + info["phase_dt"] + jnp.pi, 2 * jnp.pi) - jnp.pi
         on_ground = (~contact).astype(q.dtype)
+        tracked, measures = self.tracking(info, cmd, r, done)
         info = {
             **info,
+            **tracked,
             "command": jnp.where(due, J.sample_or_zero(k_cmd, amplitude, self.COMMAND_ZERO), cmd),
             "step": jnp.where(done | due, 0, step),
             "push_step": info["push_step"] + 1,
@@ -202,6 +206,7 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
             **state.metrics,
             **{f"reward/{k}": v for k, v in scaled.items()},
             "swing_peak": jnp.mean(info["swing_peak"]),
+            **measures,
         }
         return state.replace(
             physics=after,

@@ -109,8 +109,10 @@ class Go1Joystick(J.JoystickEnv):
             "swing_peak": jnp.zeros(4, dt),
             "rng": k_noise,
         }
+        tracked, measures = self.tracking_start()
+        info.update(tracked)
         obs, privileged, rng = self._observe(state.physics, info)
-        metrics = {**state.metrics, "swing_peak": jnp.zeros((), dt)}
+        metrics = {**state.metrics, "swing_peak": jnp.zeros((), dt), **measures}
         return state.replace(obs=obs, privileged_obs=privileged, info={**info, "rng": rng}, metrics=metrics)
 
     def observation(self, data: hp.Data) -> jax.Array:
@@ -163,7 +165,9 @@ class Go1Joystick(J.JoystickEnv):
         timer = jnp.where(done | due, redraw, timer)
         on_ground = (~contact).astype(q.dtype)
         swing_peak = swing_peak * on_ground
+        tracked, measures = self.tracking(info, cmd, r, done)
         info = {
+            **tracked,
             **info,
             "command": command,
             "steps_until_next_cmd": timer,
@@ -173,7 +177,12 @@ class Go1Joystick(J.JoystickEnv):
             "swing_peak": swing_peak,
             "rng": rng,
         }
-        metrics = {**state.metrics, **{f"reward/{k}": v for k, v in scaled.items()}, "swing_peak": jnp.mean(swing_peak)}
+        metrics = {
+            **state.metrics,
+            **{f"reward/{k}": v for k, v in scaled.items()},
+            "swing_peak": jnp.mean(swing_peak),
+            **measures,
+        }
         return state.replace(
             physics=after,
             obs=obs,

@@ -252,6 +252,25 @@ class JoystickEnv(PhysicsEnv):
         """The servos aimed at the start pose's joints (Playground's `ctrl = qpos[7:]`)."""
         return qpos[7:]
 
+    # -- the task's success measures, logged with each evaluation (an episode's value is its last step's) --
+
+    def tracking_start(self) -> tuple[dict, dict]:
+        """(`info`, `metrics`) entries of `tracking` at an episode's start."""
+        zero = jnp.zeros((), self.dtype)
+        info = {"tracking_steps": jnp.zeros((), jnp.int32), "tracking_error": jnp.zeros(2, self.dtype)}
+        return info, {"tracking/lin_vel_error": zero, "tracking/ang_vel_error": zero, "fell": zero}
+
+    def tracking(self, info: dict, command: jax.Array, r: dict, fell: jax.Array) -> tuple[dict, dict]:
+        """(`info`, `metrics`) entries after a step under `command` with readings `r`: the episode's mean planar
+        velocity error (m/s, in the body's frame) and yaw-rate error (rad/s) so far, and whether it fell."""
+        steps = info["tracking_steps"] + 1
+        error = info["tracking_error"] + jnp.stack(
+            [jnp.linalg.norm(command[:2] - r["local_linvel"][:2]), jnp.abs(command[2] - r["gyro"][2])]
+        )
+        mean = error / steps.astype(error.dtype)
+        metrics = {"tracking/lin_vel_error": mean[0], "tracking/ang_vel_error": mean[1], "fell": _as(fell, error)}
+        return {"tracking_steps": steps, "tracking_error": error}, metrics
+
     def reward_terms(self, before, after, action):  # the terms' names and dtypes, for `start`
         zero = jnp.zeros((), after.qpos.dtype)
         return {k: zero for k in self.SCALES}

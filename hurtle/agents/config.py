@@ -43,6 +43,10 @@ class RunConfig:
     """Training iterations between checkpoints (0: only after the last)."""
     seed: int = 0
     """The seed of every random key."""
+    domain_randomization: bool = False
+    """Train on randomised copies of the task's model, one per training environment, each kept for the run (the
+    task's `randomize`: MuJoCo Playground's friction, mass, armature, friction-loss and joint-offset ranges for its
+    robot tasks); evaluation runs the task as registered. A task without one is refused by name."""
 
     def validate_run(self, check_env: bool = True) -> None:
         """Raise ValueError naming the first shared field at fault (`check_env`: `env` must be registered)."""

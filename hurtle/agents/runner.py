@@ -143,6 +143,31 @@ def make_env(config: Any, training: bool = False) -> Env:
         raise ValueError(f"Config.env_options {config.env_options} do not apply to {config.env}: {e}") from None
 
 
+def training_env(config: Any, num_envs: int) -> Env:
+    """The batched, auto-resetting training environment of `config` (`wrap_for_training`), `num_envs` of them,
+    each on its own randomised model where `config.domain_randomization` asks (the task's `randomize`, keyed by
+    the run's seed)."""
+    from hurtle.envs.wrappers import wrap_for_training
+
+    env = make_env(config, training=True)
+    randomize = None
+    if getattr(config, "domain_randomization", False):
+        randomize = getattr(env.unwrapped, "randomize", None)
+        if randomize is None:
+            raise ValueError(f"Config.domain_randomization: {config.env} has no domain randomisation (no randomize)")
+    key = jax.random.fold_in(jax.random.key(config.seed), 0x0D)
+    return wrap_for_training(env, num_envs, randomize=randomize, randomize_key=key)
+
+
+def no_domain_randomization(config: Any, algorithm: str) -> None:
+    """ValueError where `config` asks for domain randomisation from `algorithm`, which runs the task as registered."""
+    if getattr(config, "domain_randomization", False):
+        raise ValueError(
+            f"Config.domain_randomization: {algorithm} runs the task as registered (PPO, SAC, APG, SHAC and IMPALA "
+            "train on randomised models)"
+        )
+
+
 def control_steps(config: Any, env: Env) -> int:
     """Steps of `env` (after its action repeat) that one episode of `config.time_limit()` takes at most."""
     return -(-config.time_limit() // getattr(env, "action_repeat", 1))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +54,9 @@ class PhysicsEnv(Env):
 
     xml_path: ClassVar[str | None] = None  # relative paths are relative to the subclass's module
     n_frames: int = 1
+    # domain randomisation, where a task has one: `randomize(model, key) -> model`, one variant of its model per key
+    # (`Config.domain_randomization`; `DomainRandomization` on Anakin, `MujocoEnv(randomize_key=)` on MuJoCo C)
+    randomize: ClassVar[Any] = None
 
     def __init__(self, xml: str | os.PathLike | None = None, n_frames: int | None = None):
         if xml is None:

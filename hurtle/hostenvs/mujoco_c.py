@@ -18,6 +18,8 @@ task's from the same state within float tolerance (tests/hostenvs).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -59,6 +61,9 @@ class MujocoEnv(HostEnv):
       or a `PhysicsEnv` (no time limit unless `episode_length`).
     nthread: the batch's threads (0: every CPU). Several actor threads that each own a `MujocoEnv` should
       share the cores between them.
+    randomize_key: domain randomisation: each simulation runs its own variant of the task's model, the task's
+      `randomize(model, key)` with a key split from this one, kept for the run (MuJoCo's batch holds the fields it
+      changed per simulation; derived constants are not recomputed, as on hurtle's physics). None: the model as is.
     """
 
     def __init__(
@@ -67,6 +72,7 @@ class MujocoEnv(HostEnv):
         num_envs: int,
         episode_length: int | None = None,
         nthread: int = 0,
+        randomize_key: jax.Array | None = None,
         **kwargs,
     ):
         if isinstance(env, str):
@@ -92,11 +98,34 @@ class MujocoEnv(HostEnv):
         self._cpu = jax.local_devices(backend="cpu")[0]
         with jax.default_device(self._cpu):
             self._build(task, nthread)
+        if randomize_key is not None:
+            self._randomize(randomize_key)
         self._state_fields = {n: self.batch.bind(n) for n in ("qpos", "qvel", "ctrl", *self._written)}
         self._keys = None
         self._before = None
         self._task_state = None
         self._warnings = self._unstable_counts()
+
+    def _randomize(self, key: jax.Array) -> None:
+        """Each simulation's model fields set to its variant of `task.randomize` (the fields that vary)."""
+        task = self.task
+        if task.randomize is None:
+            raise ValueError(f"{self.name}: the task has no domain randomisation (no randomize)")
+        with jax.default_device(self._cpu):
+            keys = jax.random.split(key, self.num_envs)
+            models = jax.device_get(jax.vmap(task.randomize, in_axes=(None, 0))(task.model, keys))
+        for field in dataclasses.fields(task.model):
+            base, variants = getattr(task.model, field.name), getattr(models, field.name)
+            if not hasattr(variants, "shape") or np.array_equal(
+                np.broadcast_to(np.asarray(base), variants.shape), variants
+            ):
+                continue
+            if field.name not in mujoco.batch.MODEL_FIELDS:
+                raise NotImplementedError(
+                    f"{self.name}: randomize changes Model.{field.name}, which MuJoCo's batch cannot vary"
+                )
+            values = self.batch.expand(field.name)
+            values[:] = np.asarray(variants, values.dtype).reshape(values.shape)
 
     def _unstable_counts(self) -> np.ndarray:
         return self.batch.warning[:, _UNSTABLE, 1].sum(axis=1)

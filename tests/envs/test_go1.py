@@ -82,6 +82,40 @@ def test_tracking_errors_are_the_episodes_means(flat):
     assert float(state.metrics["fell"]) == 0.0 and np.mean(lin) > 0
 
 
+def test_domain_randomization_is_playgrounds_on_both_engines(flat):
+    """`randomize` draws Playground's ranges (floor friction U(0.4, 1), masses times U(0.9, 1.1) and the trunk's
+    plus U(-1, 1) kg, joint offsets within 0.05 rad, the trunk's centre of mass within 5 cm); `MujocoEnv` with the
+    same key gives each simulation the same variant (MuJoCo's batch, per-simulation fields), and both engines then
+    step alike."""
+    from hurtle.hostenvs import MujocoEnv
+
+    n, key = 2, jax.random.key(5)
+    models = jax.vmap(flat.randomize, in_axes=(None, 0))(flat.model, jax.random.split(key, n))
+    base = flat.model
+    friction = np.asarray(models.geom_friction[:, flat.mj.geom("floor").id, 0])
+    assert ((friction >= 0.4) & (friction <= 1.0)).all() and friction[0] != friction[1]
+    ratio = np.asarray(models.body_mass[:, 2:] / base.body_mass[2:])
+    assert ((ratio >= 0.9) & (ratio <= 1.1)).all() and ratio.std() > 0.01
+    assert (np.abs(np.asarray(models.body_mass[:, flat.trunk] - base.body_mass[flat.trunk])) <= 1.1 * 1.1 + 1).all()
+    assert (np.abs(np.asarray(models.qpos0[:, 7:] - base.qpos0[7:])) <= 0.05).all()
+    assert (np.abs(np.asarray(models.body_ipos[:, flat.trunk] - base.body_ipos[flat.trunk])) <= 0.05).all()
+    host = MujocoEnv(flat, n, nthread=1, randomize_key=key)
+    np.testing.assert_array_equal(host.batch.expanded("body_mass"), models.body_mass)
+    np.testing.assert_array_equal(host.batch.expanded("dof_armature"), models.dof_armature)
+    obs = host.reset(seed=3)
+    subkeys = jax.vmap(jax.random.split)(jax.random.split(jax.random.PRNGKey(3), n))[:, 1]
+    states = jax.jit(jax.vmap(lambda m, k: flat.with_model(m).reset(k)))(models, subkeys)
+    np.testing.assert_allclose(obs, states.obs, rtol=1e-7, atol=1e-7)
+    step = jax.jit(jax.vmap(lambda m, s, a: flat.with_model(m).step(s, a)))
+    rng = np.random.default_rng(1)
+    for t in range(5):
+        action = rng.uniform(-0.3, 0.3, (n, 12))
+        out = host.step(action)
+        states = step(models, states, jnp.asarray(action))
+        np.testing.assert_allclose(out.final_obs, states.obs, rtol=1e-7, atol=1e-7, err_msg=f"step {t}")
+    host.close()
+
+
 def test_mujoco_c_replays_the_task(flat):
     """hurtle's task on MuJoCo C (`MujocoEnv`, float64) gives the JAX task's observations, privileged observations,
     reward terms and terminations: both reset from the same keys (the host splits each environment's key as the

@@ -24,7 +24,6 @@ from hurtle import podracer, xla_flags
 from hurtle.agents import runner
 from hurtle.agents.apg.config import Config
 from hurtle.envs.base import Box, Env, State
-from hurtle.envs.wrappers import wrap_for_training
 from hurtle.nn import make_policy_network, normalizer
 from hurtle.nn.networks import PolicyNetwork
 from hurtle.physics.dataclass import pytree_dataclass
@@ -160,7 +159,7 @@ def policy_of(state: TrainState) -> dict[str, Any]:
 
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
     """APG for the runner; refuses discrete actions and environments the devices cannot split evenly."""
-    env = wrap_for_training(runner.make_env(config, training=True), config.num_envs)
+    env = runner.training_env(config, config.num_envs)
     policy = make_policy(config, env)
     runner.check_devices(config, "num_envs", config.num_envs, mesh)
     optimizer = make_optimizer(config)

@@ -123,6 +123,7 @@ def policy_of(state: TrainState) -> dict[str, Any]:
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
     """ARS for the runner; refuses directions the devices cannot split evenly."""
     runner.check_devices(config, "num_directions", 2 * config.num_directions, mesh)
+    runner.no_domain_randomization(config, "ARS")
     env = runner.make_env(config, training=True)
     return runner.Learner(
         init=lambda: init_state(config, env, mesh), iteration=make_iteration(config, env, mesh), policy=policy_of

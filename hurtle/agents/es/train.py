@@ -114,6 +114,7 @@ def policy_of(state: TrainState) -> dict[str, Any]:
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
     """ES for the runner; refuses a population the devices cannot split evenly."""
     runner.check_devices(config, "population_size", config.population_size, mesh)
+    runner.no_domain_randomization(config, "ES")
     env = runner.make_env(config, training=True)
     policy = make_policy(config, env)
     optimizer = optax.adam(config.learning_rate)

@@ -62,8 +62,14 @@ class Batch:
     next_obs: jax.Array
 
 
-def make_host_env(config: Config, num_envs: int, nthread: int = 0) -> HostEnv:
-    """`num_envs` host environments of `config` (its backend, its time limit for hurtle's tasks)."""
+def make_host_env(config: Config, num_envs: int, nthread: int = 0, actor: int = 0) -> HostEnv:
+    """`num_envs` host environments of `config` (its backend, its time limit for hurtle's tasks); with
+    `config.domain_randomization`, actor `actor`'s own randomised models (hurtle's tasks on MuJoCo C only)."""
+    if config.domain_randomization and config.env_backend != "mujoco":
+        raise ValueError(
+            f"Config.domain_randomization: {config.env_backend} environments are not randomised by hurtle "
+            "(--env-backend mujoco randomises hurtle's tasks on MuJoCo C)"
+        )
     if config.env_backend == "gymnasium":
         import gymnasium as gym
 
@@ -78,7 +84,10 @@ def make_host_env(config: Config, num_envs: int, nthread: int = 0) -> HostEnv:
         from hurtle.hostenvs.envpool import EnvPoolEnv
 
         return EnvPoolEnv(config.env, num_envs, nthread)
-    return MujocoEnv(config.env, num_envs, episode_length=config.time_limit(), nthread=nthread)
+    randomize = None
+    if config.domain_randomization:
+        randomize = jax.random.fold_in(jax.random.fold_in(jax.random.key(config.seed), 0x0D), 1 + actor)
+    return MujocoEnv(config.env, num_envs, episode_length=config.time_limit(), nthread=nthread, randomize_key=randomize)
 
 
 def spaces(config: Config) -> tuple[Box, Box | Discrete]:
@@ -298,7 +307,7 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
 
     def start(state: TrainState) -> None:
         sebulba = Sebulba(
-            lambda index: make_host_env(config, config.num_envs, nthread),
+            lambda index: make_host_env(config, config.num_envs, nthread, actor=index),
             sampler,
             actor_devices,
             unroll_length=config.unroll_length,

@@ -31,7 +31,6 @@ from hurtle.agents import runner
 from hurtle.agents.ppo import losses
 from hurtle.agents.ppo.config import Config
 from hurtle.envs.base import Env, State
-from hurtle.envs.wrappers import wrap_for_training
 from hurtle.io.checkpoint import Checkpointer
 from hurtle.nn import make_policy_network, make_value_network, normalizer
 from hurtle.nn.networks import PolicyNetwork, ValueNetwork
@@ -191,7 +190,7 @@ def update_epoch(
 
 def make_training_env(config: Config, num_envs: int | None = None) -> Env:
     """The batched, auto-resetting training environment of `config`."""
-    return wrap_for_training(runner.make_env(config, training=True), num_envs or config.num_envs)
+    return runner.training_env(config, num_envs or config.num_envs)
 
 
 def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None = None) -> TrainState:

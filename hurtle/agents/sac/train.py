@@ -34,7 +34,6 @@ from hurtle.agents import replay, runner
 from hurtle.agents.sac import losses
 from hurtle.agents.sac.config import Config
 from hurtle.envs.base import Box, Env, State, float_dtype
-from hurtle.envs.wrappers import wrap_for_training
 from hurtle.nn import make_policy_network, normalizer
 from hurtle.nn.networks import MLP, PolicyNetwork
 from hurtle.physics.dataclass import pytree_dataclass
@@ -194,7 +193,7 @@ def training_step(
 
 def make_training_env(config: Config) -> Env:
     """The batched, auto-resetting training environment of `config`."""
-    return wrap_for_training(runner.make_env(config, training=True), config.num_envs)
+    return runner.training_env(config, config.num_envs)
 
 
 def replay_example(env: Env, config: Config) -> losses.Transition:

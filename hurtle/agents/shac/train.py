@@ -26,7 +26,6 @@ from hurtle.agents.apg.train import gradient_reward, guarded_update, make_policy
 from hurtle.agents.apg.train import make_actor as apg_actor
 from hurtle.agents.shac.config import Config
 from hurtle.envs.base import Env, State
-from hurtle.envs.wrappers import wrap_for_training
 from hurtle.nn import make_value_network, normalizer
 from hurtle.physics.dataclass import pytree_dataclass
 
@@ -202,7 +201,7 @@ def policy_of(state: TrainState) -> dict[str, Any]:
 
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:
     """SHAC for the runner; refuses discrete actions and environments the devices cannot split evenly."""
-    env = wrap_for_training(runner.make_env(config, training=True), config.num_envs)
+    env = runner.training_env(config, config.num_envs)
     policy, value = make_networks(config, env)
     runner.check_devices(config, "num_envs", config.num_envs, mesh)
     optimizers = make_optimizers(config)

@@ -85,6 +85,8 @@ class BerkeleyHumanoidJoystick(JoystickEnv):
     PUSH_INTERVAL, PUSH_SPEED = (5.0, 10.0), (0.1, 2.0)
     POSE_WEIGHT = np.array([1.0, 1.0, 0.01, 0.01, 1.0, 1.0] * 2)
 
+    TORSO = "torso"
+
     def __init__(self, noise: float = 1.0, push: bool = True, scales: dict | None = None):
         self.push_enabled = bool(push)
         super().__init__(SCENE, noise, scales)

@@ -92,6 +92,8 @@ class Go1Joystick(J.JoystickEnv):
 
     # -- reset --
 
+    TORSO_COM = 0.05  # Playground's Go1 also moves the trunk's centre of mass
+
     def reset_state(self, key: jax.Array):
         qpos, qvel = self.turned_home(jax.random.fold_in(key, 0))
         return qpos, qvel, qpos[7:]

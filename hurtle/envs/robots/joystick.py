@@ -245,6 +245,34 @@ class JoystickEnv(PhysicsEnv):
         qvel = jnp.zeros(self.model.nv, self.dtype).at[:6].set(jax.random.uniform(k_vel, (6,), self.dtype, -0.5, 0.5))
         return qpos, qvel
 
+    TORSO = "trunk"  # the body whose mass (and centre of mass, TORSO_COM) the randomisation moves
+    TORSO_COM = 0.0
+
+    def randomize(self, model: hp.Model, key: jax.Array) -> hp.Model:
+        """One randomised variant of the task's model, as MuJoCo Playground's domain randomisation for its joystick
+        tasks makes it (`<robot>/randomize.py`): the floor's sliding friction U(0.4, 1), the joints' friction loss
+        times U(0.9, 1.1) and armature times U(1, 1.05), every body's mass times U(0.9, 1.1) and the torso's plus
+        U(-1, 1) kg (its centre of mass moved by U(-TORSO_COM, TORSO_COM) per axis), the joints' reference
+        positions (`qpos0`) offset by U(-0.05, 0.05) rad. Derived constants are not recomputed (nor are they in
+        Playground). `DomainRandomization` vmaps it over the training environments."""
+        k = jax.random.split(key, 7)
+        dt = model.body_mass.dtype
+        nv, nq, nbody = model.nv, model.nq, model.body_mass.shape[0]
+        floor, torso = self.mj.geom("floor").id, self.mj.body(self.TORSO).id
+
+        def u(k, shape, lo, hi):
+            return jax.random.uniform(k, shape, dt, lo, hi)
+
+        mass = model.body_mass * u(k[0], (nbody,), 0.9, 1.1)
+        return model.replace(
+            geom_friction=model.geom_friction.at[floor, 0].set(u(k[1], (), 0.4, 1.0)),
+            dof_frictionloss=model.dof_frictionloss.at[6:].multiply(u(k[2], (nv - 6,), 0.9, 1.1)),
+            dof_armature=model.dof_armature.at[6:].multiply(u(k[3], (nv - 6,), 1.0, 1.05)),
+            body_mass=mass.at[torso].add(u(k[4], (), -1.0, 1.0)),
+            body_ipos=model.body_ipos.at[torso].add(u(k[5], (3,), -self.TORSO_COM, self.TORSO_COM)),
+            qpos0=model.qpos0.at[7:].add(u(k[6], (nq - 7,), -0.05, 0.05)),
+        )
+
     def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
         return jnp.asarray(self.default_pose, action.dtype) + self.ACTION_SCALE * action
 

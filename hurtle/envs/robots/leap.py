@@ -4,7 +4,8 @@ file with the LEAP hand it includes (the `robots` extra).
 Semantics are Playground's (mujoco_playground/_src/manipulation/leap_hand/reorient.py, as EnvPool 1.2.5 reimplements
 it in C++), reimplemented here:
 - 20 Hz control (5 physics steps of 10 ms, Euler without implicit damping, 5 solver iterations: the model file's;
-  GJK/EPA at 10 iterations, set in code as Playground does); the action moves the sixteen position servos' targets
+  GJK/EPA at 10 iterations, set in code as Playground does; one constraint solve for the whole scene, as MJX
+  and MuJoCo Warp do, MuJoCo C's islands turned off); the action moves the sixteen position servos' targets
   by 0.5 rad per unit from where they were, clipped to their control ranges;
 - reset: the goal (the mocap body `goal`) turned uniformly at random; the fingers at the home pose plus N(0, 0.1)
   rad each (clipped, the servos aimed there); the cube at (0.1, 0, 0.05) moved by U(-0.01, 0.01) per axis, turned
@@ -124,6 +125,9 @@ class LeapCubeReorient(PhysicsEnv):
 
     def edit_model(self, m: mujoco.MjModel) -> None:
         m.opt.ccd_iterations = 10  # Playground's leap_hand/base.py
+        # one constraint solve for the whole scene, as Playground's engines (MJX, MuJoCo Warp) and hurtle's do:
+        # MuJoCo C's per-island solve stops elsewhere under the scene's 5-iteration cap (docs/architecture.md)
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
 
     # -- reset --
 

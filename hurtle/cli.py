@@ -114,7 +114,8 @@ class ViewArgs:
     """The run directory written by `hurtle train` (or give --model)."""
     model: str | None = None
     """An MJCF or URDF file (or an MJCF string) to show instead of a run: the model from its initial state under
-    random (or zero) controls."""
+    random (or zero) controls; or a registered task's name (`hurtle envs`): the task from a reset under random (or
+    zero) actions, on hurtle's physics."""
     output: Annotated[str | None, tyro.conf.arg(aliases=("-o",))] = None
     """The file to write (default: RUN_DIR/rollout.html, or the model's name with .html)."""
     step: int | None = None
@@ -685,8 +686,9 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
     import jax
 
     from hurtle.agents import runner
+    from hurtle.envs import names
     from hurtle.io.cache import enable_compile_cache
-    from hurtle.io.motion import model_motion
+    from hurtle.io.motion import model_motion, task_motion
     from hurtle.physics.model import is_mjcf_string
 
     if (args.run_dir is None) == (args.model is None):
@@ -694,6 +696,10 @@ def _shown(args: ViewArgs, suffix: str) -> tuple[Any, np.ndarray, np.ndarray, fl
     if args.episodes <= 0:
         raise UsageError(f"--episodes must be positive, got {args.episodes}")
     enable_compile_cache()
+    if args.model is not None and args.model in names():  # a registered task from its reset
+        task, qpos, dt, mocap = task_motion(args.model, args.duration, args.controls, args.seed)
+        what = f"{args.model} under {args.controls} actions, {args.duration:g} s"
+        return task, qpos, np.array([qpos.shape[1]]), dt, args.output or f"{args.model}{suffix}", what, mocap
     if args.model is not None:
         try:
             qpos, dt = model_motion(args.model, args.duration, args.controls, args.seed, args.engine)

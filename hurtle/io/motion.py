@@ -84,4 +84,48 @@ def model_motion(
     return qpos[None], frame_dt
 
 
-__all__ = ["model_motion", "random_controls"]
+def task_motion(
+    name: str, seconds: float = 5.0, controls: Literal["random", "zero"] = "random", seed: int = 0
+) -> tuple[object, np.ndarray, float, np.ndarray | None]:
+    """A registered physics task from a reset under uniformly random actions (or zero ones) for `seconds`, on
+    hurtle's physics, one frame per control step, the episode restarted where it ends: `(task, qpos [1, frames,
+    nq], seconds between frames, mocap_pos [1, frames, nmocap, 3] or None)`. ValueError naming a task that is not
+    a physics task."""
+    import jax
+    import jax.numpy as jnp
+
+    from hurtle.envs import make, wrappers
+    from hurtle.envs.physics_env import PhysicsEnv
+
+    if not seconds > 0:
+        raise ValueError(f"task_motion: seconds must be positive, got {seconds}")
+    env = make(name)
+    task = env.unwrapped
+    if not isinstance(task, PhysicsEnv):
+        raise ValueError(f"{name} has no MJCF model to show ({type(task).__name__} is not a physics task)")
+    env = wrappers.AutoReset(env)
+    steps = max(1, round(seconds / task.dt))
+    space = task.action_space
+    low, high = (np.nan_to_num(np.asarray(b, np.float64), posinf=1.0, neginf=-1.0) for b in (space.low, space.high))
+    mocap = task.model.nmocap > 0
+
+    @jax.jit
+    def motion(key):
+        k_reset, k_act = jax.random.split(key)
+
+        def frame(state, k):
+            u = jax.random.uniform(k, space.shape, task.dtype)
+            action = jnp.asarray(low + (high - low) * u) if controls == "random" else jnp.zeros(space.shape, task.dtype)
+            state = env.step(state, action.astype(task.dtype))
+            return state, (state.physics.qpos, state.physics.mocap_pos)
+
+        start = env.reset(k_reset)
+        _, (qpos, mpos) = jax.lax.scan(frame, start, jax.random.split(k_act, steps))
+        return jnp.concatenate([start.physics.qpos[None], qpos]), jnp.concatenate([start.physics.mocap_pos[None], mpos])
+
+    qpos, mpos = jax.device_get(motion(jax.random.key(seed)))
+    qpos = np.asarray(qpos, np.float64)[None]
+    return task, qpos, task.dt, (np.asarray(mpos, np.float64)[None] if mocap else None)
+
+
+__all__ = ["model_motion", "random_controls", "task_motion"]

@@ -12,6 +12,7 @@ from hurtle import envs
 from hurtle.envs import wrappers
 from hurtle.envs.robots import go1 as G
 from tests.conftest import require_or_skip
+from tests.envs import engines
 from tests.envs import envpool_twin as twin
 
 
@@ -94,7 +95,6 @@ def test_domain_randomization_is_playgrounds_on_both_engines(flat):
     plus U(-1, 1) kg, joint offsets within 0.05 rad, the trunk's centre of mass within 5 cm); `MujocoEnv` with the
     same key gives each simulation the same variant (MuJoCo's batch, per-simulation fields), and both engines then
     step alike."""
-    from hurtle.hostenvs import MujocoEnv
 
     n, key = 2, jax.random.key(5)
     models = jax.vmap(flat.randomize, in_axes=(None, 0))(flat.model, jax.random.split(key, n))
@@ -106,21 +106,7 @@ def test_domain_randomization_is_playgrounds_on_both_engines(flat):
     assert (np.abs(np.asarray(models.body_mass[:, flat.trunk] - base.body_mass[flat.trunk])) <= 1.1 * 1.1 + 1).all()
     assert (np.abs(np.asarray(models.qpos0[:, 7:] - base.qpos0[7:])) <= 0.05).all()
     assert (np.abs(np.asarray(models.body_ipos[:, flat.trunk] - base.body_ipos[flat.trunk])) <= 0.05).all()
-    host = MujocoEnv(flat, n, nthread=1, randomize_key=key)
-    np.testing.assert_array_equal(host.batch.expanded("body_mass"), models.body_mass)
-    np.testing.assert_array_equal(host.batch.expanded("dof_armature"), models.dof_armature)
-    obs = host.reset(seed=3)
-    subkeys = jax.vmap(jax.random.split)(jax.random.split(jax.random.PRNGKey(3), n))[:, 1]
-    states = jax.jit(jax.vmap(lambda m, k: flat.with_model(m).reset(k)))(models, subkeys)
-    np.testing.assert_allclose(obs, states.obs, rtol=1e-7, atol=1e-7)
-    step = jax.jit(jax.vmap(lambda m, s, a: flat.with_model(m).step(s, a)))
-    rng = np.random.default_rng(1)
-    for t in range(5):
-        action = rng.uniform(-0.3, 0.3, (n, 12))
-        out = host.step(action)
-        states = step(models, states, jnp.asarray(action))
-        np.testing.assert_allclose(out.final_obs, states.obs, rtol=1e-7, atol=1e-7, err_msg=f"step {t}")
-    host.close()
+    engines.randomized_engines_agree(flat, key, n)
 
 
 def test_mujoco_c_replays_the_task(flat):

@@ -19,7 +19,7 @@ import pytest
 from hurtle import envs
 from hurtle.envs import wrappers
 from tests.conftest import require_or_skip
-from tests.envs import envpool_rng
+from tests.envs import engines, envpool_rng
 from tests.envs import envpool_twin as twin
 
 TWIN = "MuJoCoPlayground/LeapCubeReorient-v1"
@@ -104,6 +104,24 @@ def test_mujoco_c_replays_the_task(task):
             np.testing.assert_allclose(out.metrics[f"reward/{key}"], states.metrics[f"reward/{key}"], **close)
         assert not out.ended.any()
     host.close()
+
+
+def test_domain_randomization_on_both_engines(task):
+    """Playground's LEAP randomisation: fingertip friction in [0.5, 1], servo gains within 20% (bias following),
+    the cube's centre of mass within 5 mm; `MujocoEnv` given the same key holds the same variants, and both
+    engines step them alike."""
+
+    n, key = 2, jax.random.key(6)
+    models = jax.vmap(task.randomize, in_axes=(None, 0))(task.model, jax.random.split(key, n))
+    tip = task.mj.geom("th_tip").id
+    assert ((models.geom_friction[:, tip, 0] >= 0.5) & (models.geom_friction[:, tip, 0] <= 1.0)).all()
+    gain = np.asarray(models.actuator_gainprm[:, :, 0] / task.model.actuator_gainprm[:, 0])
+    assert ((gain >= 0.8) & (gain <= 1.2)).all() and gain.std() > 0.02
+    np.testing.assert_array_equal(models.actuator_biasprm[:, :, 1], -models.actuator_gainprm[:, :, 0])
+    assert (
+        np.abs(np.asarray(models.body_ipos[:, task.cube_body] - task.model.body_ipos[task.cube_body])) <= 0.005
+    ).all()
+    engines.randomized_engines_agree(task, key, n)
 
 
 def _envpool_reset_states(task, seed: int, n: int):

@@ -169,8 +169,8 @@ class Go1Joystick(J.JoystickEnv):
         swing_peak = swing_peak * on_ground
         tracked, measures = self.tracking(info, cmd, r, done)
         info = {
-            **tracked,
             **info,
+            **tracked,
             "command": command,
             "steps_until_next_cmd": timer,
             "last_act": action,

@@ -7,9 +7,13 @@ import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
+import hurtle.physics as hp
 from hurtle.physics.collision import convex as C
 from tests.physics import parity as P
 from tests.physics.test_collision import CONVEX_TOL, _compare, _matched, _quat, _random_pose, _scene
@@ -176,10 +180,71 @@ def test_cylinder_on_faces_multiccd():
             normal = r[0, 6:9]
             inexact.append(_quad_area(o[:, 3:6], normal) / _quad_area(r[:, 3:6], normal))
     assert kinds.get(4, 0) >= 20 and kinds.get(2, 0) >= 8, kinds
-    # measured: 56 of 76 exact; of the 20 others, MuJoCo's quadrilateral is larger in 8 (hurtle's 0.95-0.96 of it,
-    # the inscribed square against a rotated local optimum), hurtle's in 5 (up to 1.04x), equal in 7
-    assert exact >= 0.65 * sum(kinds.values()), (exact, kinds)
+    # measured: 72 of 76 exact (56 before multiccd rounded as MuJoCo 4.0.1 does); the 4 others, where hurtle's frames
+    # differ from MuJoCo's in the last bits, are 0.96, 1.0, 1.0 and 1.04 of MuJoCo's quadrilateral's area
+    assert exact >= 0.85 * sum(kinds.values()), (exact, kinds)
     assert min(inexact, default=1.0) > 0.9, inexact  # a quadrilateral of the same polygon, as large or nearly
+
+
+@pytest.mark.default_codegen  # the whole forward turns on the last bits of the frames hurtle's kinematics computes
+def test_cylinder_cap_flat_on_box_multiccd():
+    """A puck lying flat on a table (Meta-World's sawyer_pick_out_of_hole: a cylinder's cap in a box's face,
+    turned about the vertical, tilted by at most 1e-8): MuJoCo 4.0.1 clips the box's face to the cap's 16-gon and
+    keeps the quadrilateral its search finds first. Rotated quadrilaterals of that 16-gon tie to the last bits, so
+    which one turns on rounding: MuJoCo's cap comes from 15-digit cosine and sine tables, its clipping cuts an edge at
+    d1 / (d1 - d2) with unit plane normals, and C rounds each product (XLA fuses some into adds). Before hurtle did
+    all of this as MuJoCo does, it kept another quadrilateral in 9 of these 12 poses: contacts up to 7.8e-3 from MuJoCo's,
+    qacc off by up to 1.2 (relative).
+
+    Given MuJoCo's geom frames, the collider's contacts are MuJoCo's to the bit, at every pose. The whole forward
+    computes its own frames, which are MuJoCo's to the bit at 2 of these poses (there it must match: contacts and
+    qacc) and differ in the last bits at the others (hurtle's quat_to_mat and quat_normalize round otherwise than
+    mju_quat2Mat and mju_normalize4): measured, the forward matches at 10 of the 12 (3 before); at poses 1 and 6 a
+    last bit of the rotation matrix decides the tie otherwise."""
+    xml = """<mujoco><worldbody>
+      <geom name="table" type="box" pos="0 .6 -.46" size=".7 .4 .46"/>
+      <body pos="0 .6 .02"><freejoint/><geom name="puck" type="cylinder" size=".02 .02" condim="4" friction="1 .1 .002"/>
+      </body></worldbody></mujoco>"""
+    mm, model, md = _scene(xml)
+    mm.opt.tolerance, mm.opt.iterations, mm.opt.ls_iterations = 1e-12, 300, 100
+    model = hp.from_mujoco(mm)
+    kinematics, collide, forward = jax.jit(hp.kinematics), jax.jit(hp.collision), jax.jit(hp.forward)
+    rng = np.random.default_rng(0)
+    matched = 0
+    for trial in range(12):
+        yaw = rng.uniform(0, 2 * np.pi)
+        q = np.array([np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)])
+        q[1:3] += rng.uniform(-1e-8, 1e-8, 2)
+        if trial % 2:  # upside down: the top cap on the table
+            q = np.asarray(hp.math.quat_mul(q, np.array([0.0, 1, 0, 0])))
+        xy = rng.uniform(-0.05, 0.05, 2) + [0, 0.6]
+        md.qpos[:] = [*xy, 0.02 - rng.uniform(0.0005, 0.004), *(q / np.linalg.norm(q))]
+        md.qvel[:] = 0
+        mujoco.mj_forward(mm, md)
+        assert md.ncon == 4, (trial, md.ncon)
+        ref = np.array([[c.dist, *c.pos, *c.frame] for c in md.contact[: md.ncon]])
+        # the collider on MuJoCo's frames: every contact, dist, point and frame
+        d = kinematics(model, hp.from_mjdata(model, md, mm))
+        exact = np.array_equal(np.asarray(d.geom_xmat).reshape(-1, 9), md.geom_xmat)
+        exact &= np.array_equal(np.asarray(d.geom_xpos), md.geom_xpos)
+        d = d.replace(geom_xpos=jnp.asarray(md.geom_xpos), geom_xmat=jnp.asarray(md.geom_xmat.reshape(-1, 3, 3)))
+        out = collide(model, d)
+        act = np.asarray(out.contact.active)
+        c = out.contact
+        ours = np.concatenate(
+            [np.asarray(c.dist)[act, None], np.asarray(c.pos)[act], np.asarray(c.frame)[act].reshape(-1, 9)], 1
+        )
+        assert len(ours) == 4, (trial, len(ours))
+        for r in ref:  # the engines may list the four in another order
+            assert np.abs(ours - r).max(1).min() <= 1e-12, (trial, r, ours)
+        # the whole forward from qpos: the same contacts, and qacc
+        out = forward(model, hp.from_mjdata(model, md, mm))
+        slots = P.matched_contacts(out, md)
+        assert int(out.ncon) == len(slots) == 4, trial
+        err, qacc = max(e for _, _, e in slots), P.rel_error(out.qacc, md.qacc)
+        assert not exact or (err <= 1e-9 and qacc <= P.TOL), (trial, err, qacc)
+        matched += err <= 1e-9 and qacc <= P.TOL
+    assert matched >= 9, matched
 
 
 def test_mesh_tables_hold_each_hull_once_per_mesh():

@@ -217,12 +217,13 @@ def plane_convex(t2: int):
 # One known difference, cylinder-box and cylinder-mesh with multiccd on: a cap (a regular 16-gon) lying in a
 # face clips it to an affine image of the 16-gon, where quadrilaterals that are rotations of one another have
 # exactly equal areas (an affine map scales every area alike). MuJoCo's quadrilateral search compares areas
-# with `<=`, so on these ties the last bit of rounding picks the quadrilateral, and the path after it: hurtle,
-# MuJoCo 4.0.0's binary and a float64 port of its C source each pick differently in a share of flat poses
-# (hurtle against the binary: 7 of 45 poses of a 0.1 m cylinder on a box, 20 of 52 four-contact cases of the
-# 0.02 m cylinders of `test_collision_mesh.test_cylinder_on_faces_multiccd`): one vertex over, or another
-# local optimum. The contacts are then four other vertices of the same contact polygon, with the same count
-# and normal.
+# with `<=`, so on these ties the last bit of rounding picks the quadrilateral, and the path after it. multiccd
+# rounds as MuJoCo 4.0.1 does (its cap tables, clipping arithmetic, no fused multiply-adds: `multiccd`'s
+# docstring), so given MuJoCo's geom frames it picks MuJoCo's quadrilateral; the frames hurtle's kinematics
+# computes can differ from MuJoCo's in their last bits, and then a tie can still go the other way (4 of 52
+# four-contact cases of `test_collision_mesh.test_cylinder_on_faces_multiccd`, 20 before multiccd rounded as
+# MuJoCo does): one vertex over, or another local optimum. The contacts are then four other vertices of the
+# same contact polygon, with the same count and normal.
 CONVEX_PAIRS = [
     (CAPSULE, CYLINDER),
     (CYLINDER, CYLINDER),

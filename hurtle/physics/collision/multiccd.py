@@ -9,13 +9,23 @@ within that angle, one is clipped against the other (Sutherland-Hodgman) and the
 closer than the margin to the clipping face become the contacts: the two farthest apart for an edge,
 a quadrilateral of largest area for a polygon with more than four. A cylinder's cap is a 16-gon.
 
+Where a cap lies in a face the clipped polygon is (an affine image of) that 16-gon, on which rotated quadrilaterals
+tie in area to the last bits: which one MuJoCo's search keeps is decided by rounding. The arithmetic here follows
+MuJoCo 4.0.1's operation for operation (read from its libmujoco.so: the function's tables and instructions) so that
+it rounds alike: the cap's vertices from MuJoCo's 15-digit cosine and sine tables, each `mat @ local + pos`; each
+clipping plane's normal normalized as mju_normalize3 does (times the reciprocal of its norm); a polygon edge cut
+where its ends' signed distances d1, d2 to the plane give t = d1 / (d1 - d2), kept within [0, 1] exactly; a vertex
+inside when its distance exceeds -mjMINVAL. XLA fuses a product into the add or subtraction that takes it (a fused
+multiply-add: one rounding where C, built without them, has two), so these sums take their products through
+`_rounded`. Given MuJoCo's geom frames to the bit, the polygons and quadrilaterals are then MuJoCo's; the frames
+hurtle's kinematics computes can differ from MuJoCo's in their last bits, which decides some ties on a cap lying
+exactly flat.
+
 Branch-free: every case the two geometry types allow is computed and the one that applies selected;
 polygons live in fixed arrays with a vertex count, compacted in order after each clipping plane.
 """
 
 from __future__ import annotations
-
-import math as pymath
 
 import jax
 import jax.numpy as jnp
@@ -26,12 +36,18 @@ from hurtle.physics import math, tracing
 CAPSULE, CYLINDER, BOX, MESH = 3, 5, 6, 7
 FACE_TOL = 0.996  # faces face each other when their normals' dot product is below -FACE_TOL
 EDGE_TOL = 0.0888  # an edge lies in a face when its dot product with the face normal is below this
-INTERSECT_TOL = 3e-7
-HALFSPACE_TOL = 1e-10
-MINVAL = 1e-15
+MINVAL = 1e-15  # mjMINVAL: also the tolerance of a clipping plane's half-space (MuJoCo 4.0.1)
 NCAP = 16  # a cylinder's cap as a polygon
-_COS16 = np.array([pymath.cos(i * pymath.pi / 8.0) for i in range(NCAP)])
-_SIN16 = np.array([pymath.sin(i * pymath.pi / 8.0) for i in range(NCAP)])
+# MuJoCo 4.0.1's tables of a cap's vertex angles (cylinderFace's cos_16 and sin_16): 15-digit literals, up to 4.4e-16
+# off the doubles nearest cos(i pi / 8) and sin(i pi / 8). Those last bits make the 16-gon slightly irregular, which
+# decides which of its near-equal quadrilaterals MuJoCo's search keeps (exact values: a third of its choices).
+_C1, _C2, _C3 = 0.923879532511287, 0.38268343236509, 0.707106781186548
+_COS16 = np.array(
+    [1.0, _C1, _C3, _C2, 0.0, -_C2, -0.707106781186547, -_C1, -1.0, -_C1, -_C3, -_C2, 0.0, _C2, 0.707106781186547, _C1]
+)
+_SIN16 = np.array(
+    [0.0, _C2, 0.707106781186547, _C1, 1.0, _C1, _C3, _C2, 0.0, -_C2, -0.707106781186547, -_C1, -1.0, -_C1, -_C3, -_C2]
+)
 MAX_CONTACTS = 4
 
 
@@ -183,22 +199,48 @@ def _cylinder_side(pos, mat, size, fidx, toward):
     return start, start + mat[:, 2] * (sgn * 2.0 * size[1])
 
 
+def _rounded(x):
+    """x, as a C double: a select on x == x (x itself; a NaN stays NaN) that XLA's code generation cannot see
+    through, so a product passed through it is rounded before the sum that takes it instead of being fused into it."""
+    return jnp.where(x == x, x, jnp.nan)
+
+
+def _dot3(a, b):
+    """a . b over the last axis as C sums it: ((a0 b0 + a1 b1) + a2 b2), each product rounded."""
+    p = _rounded(a * b)
+    return (p[..., 0] + p[..., 1]) + p[..., 2]
+
+
+def _cross3(a, b):
+    """a x b as C computes it (a1 b2 - a2 b1, ...), each product rounded."""
+    i, j = np.array([1, 2, 0]), np.array([2, 0, 1])
+    return _rounded(a[..., i] * b[..., j]) - _rounded(a[..., j] * b[..., i])
+
+
+def _global(mat, pos, local):
+    """Points (k, 3) from local coordinates (k, 3) as MuJoCo's globalcoord rounds them: ((m0 l0 + m1 l1) + m2 l2) + pos,
+    row by row (a matrix product may sum in another order)."""
+    terms = [_rounded(local[:, j : j + 1] * mat[:, j][None, :]) for j in range(3)]
+    return ((terms[0] + terms[1]) + terms[2]) + pos
+
+
 def _face(t, face_id, pos, mat, size):
     """The vertices of a shape's face (k, 3), in MuJoCo's order, and how many there are (a mesh's
     polygons are padded to the largest)."""
-    if t == CYLINDER:
-        sgn = jnp.where(face_id != 0, -1.0, 1.0)
-        center = mat[:, 2] * (sgn * size[1]) + pos
-        col0 = mat[:, 0] * size[0]
-        col1 = mat[:, 1] * (size[0] * sgn)
-        return col0 * _COS16[:, None] - col1 * _SIN16[:, None] + center, NCAP
+    if t == CYLINDER:  # MuJoCo 4.0.1's cylinderFace: local (r cos, s (r (-sin)), s h), s = 1 for the top cap
+        sgn = jnp.where(face_id != 0, -1.0, 1.0).astype(mat.dtype)
+        r = size[0]
+        x = r * jnp.asarray(_COS16, mat.dtype)
+        y = sgn * (r * jnp.asarray(-_SIN16, mat.dtype))
+        z = jnp.broadcast_to(sgn * size[1], x.shape)
+        return _global(mat, pos, jnp.stack([x, y, z], 1)), NCAP
     if t == BOX:
-        return (jnp.asarray(_BOX_FACES, mat.dtype)[face_id] * size) @ mat.T + pos, 4
+        return _global(mat, pos, jnp.asarray(_BOX_FACES, mat.dtype)[face_id] * size), 4
     if t == MESH:  # a polygon's vertices in reverse
         pv, nv = size["polyvert"][face_id], size["polynum"][face_id]
         k = pv.shape[0]
         rev = jnp.take_along_axis(pv, jnp.maximum(nv - 1 - jnp.arange(k, dtype=jnp.int32), 0), 0)
-        return size["vert"][jnp.maximum(rev, 0)] @ mat.T + pos, nv
+        return _global(mat, pos, size["vert"][jnp.maximum(rev, 0)].astype(mat.dtype)), nv
     raise NotImplementedError(f"multi-contact faces of geom type {t}")
 
 
@@ -230,24 +272,31 @@ def _clip(clipper, nclip, subject, nsub, n, wdir, margin):
     k, s = clipper.shape[0], subject.shape[0]
     cap = k + s + 2
     nxt = clipper[(jnp.arange(k, dtype=jnp.int32) + 1) % jnp.maximum(jnp.asarray(nclip, jnp.int32), 1)]
-    pn = math.cross(nxt - clipper, (clipper + n) - clipper)
-    pd = math.dot(pn, clipper)
+    pn = _cross3(nxt - clipper, (clipper + n) - clipper)
+    # mju_normalize3: times the reciprocal of the norm; (1, 0, 0) below mjMINVAL (a padded row's zero normal too)
+    sq = _dot3(pn, pn)
+    pnorm = jnp.where(sq > 0, jnp.sqrt(jnp.where(sq > 0, sq, 1.0)), 0.0)
+    short = pnorm < MINVAL
+    pn = jnp.where(
+        short[:, None], jnp.array([1.0, 0.0, 0.0], pn.dtype), pn * (1.0 / jnp.where(short, 1.0, pnorm))[:, None]
+    )
     poly = jnp.zeros((cap, 3), subject.dtype).at[:s].set(subject)
     ar = jnp.arange(cap, dtype=jnp.int32)
 
     def plane(carry, e):
         poly, npoly = carry
         skip = e >= nclip
-        a, pne, pde = clipper[e], pn[e], pd[e]
+        a, pne = clipper[e], pn[e]
         q = poly[jnp.where(ar + 1 < npoly, ar + 1, 0)]
         valid = ar < npoly
-        in1 = math.dot(poly - a, pne) > -HALFSPACE_TOL
-        in2 = math.dot(q - a, pne) > -HALFSPACE_TOL
-        den = math.dot(q - poly, pne)
-        par = jnp.abs(den) < HALFSPACE_TOL
-        t = jnp.where(par, jnp.inf, (pde - math.dot(pne, poly)) / jnp.where(par, 1.0, den))
-        cut = valid & (in1 != in2) & (t > -INTERSECT_TOL) & (t < 1.0 + INTERSECT_TOL)
-        cross = poly + jnp.clip(t, 0.0, 1.0)[:, None] * (q - poly)
+        d1 = _dot3(poly - a, pne)  # the edge's ends' signed distances to the plane
+        d2 = _dot3(q - a, pne)
+        in1, in2 = d1 > -MINVAL, d2 > -MINVAL
+        den = d1 - d2
+        par = den == 0.0
+        t = d1 / jnp.where(par, 1.0, den)
+        cut = valid & (in1 != in2) & ~par & (t >= 0.0) & (t <= 1.0)
+        cross = _rounded(t[:, None] * (q - poly)) + poly
         pts = jnp.stack([cross, q], 1).reshape(2 * cap, 3)
         keep = jnp.stack([cut, valid & in2], 1).reshape(2 * cap)
         new, nnew = _compact(pts, keep, cap)
@@ -255,12 +304,12 @@ def _clip(clipper, nclip, subject, nsub, n, wdir, margin):
 
     start = (poly, jnp.asarray(nsub, jnp.int32))
     (poly, npoly), _ = tracing.scan(plane, start, jnp.arange(k, dtype=jnp.int32))
-    near = (ar < npoly) & (math.dot(poly - clipper[0], n) <= margin)
+    near = (ar < npoly) & (_dot3(poly - clipper[0], n) <= margin)
     poly, npoly = _compact(poly, near, cap)
 
     if s == 2:  # an edge: its two farthest clipped points
         diff = poly[None, :, :] - poly[:, None, :]
-        d2 = math.dot(diff, diff)
+        d2 = _dot3(diff, diff)
         pair = (ar[:, None] < ar[None, :]) & (ar[None, :] < npoly)
         flat = jnp.where(pair, d2, 0.0).reshape(-1)
         best = jnp.argmax(flat)  # the first strictly largest, as MuJoCo scans
@@ -279,7 +328,9 @@ def _clip(clipper, nclip, subject, nsub, n, wdir, margin):
 
 
 def _area4(a, b, c, d):
-    return 0.5 * math.safe_norm(math.cross(a - c, b - d))
+    """MuJoCo 4.0.1's area of a quadrilateral: 0.5 |(a - c) x (b - d)|, rounded as it rounds it."""
+    x = _cross3(a - c, b - d)
+    return 0.5 * jnp.sqrt(_dot3(x, x))
 
 
 def _polygon_quad(poly, npoly):

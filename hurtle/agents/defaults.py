@@ -31,6 +31,8 @@ CPU: dict[str, tuple[str, str]] = {
     "go1_joystick_flat": ("ppo", "sebulba"),
     "go1_joystick_rough": ("ppo", "sebulba"),
     "berkeley_humanoid_joystick_flat": ("ppo", "sebulba"),
+    "leap_cube_reorient": ("ppo", "sebulba"),
+    "panda_pick_cube": ("ppo", "sebulba"),
 }
 FALLBACK = ("ppo", "anakin")
 

@@ -112,6 +112,8 @@ PPO: dict[str, dict[str, Any]] = {
     "go1_joystick_flat": _playground_cpu(),
     "go1_joystick_rough": _playground_cpu(),
     "berkeley_humanoid_joystick_flat": _playground_cpu(entropy_cost=5e-3),
+    "leap_cube_reorient": _playground_cpu(discount=0.99),
+    "panda_pick_cube": _playground_cpu(policy_hidden_sizes=(32, 32, 32, 32), value_hidden_sizes=(256,) * 5),
 }
 
 __all__ = ["IMPALA", "PPO"]

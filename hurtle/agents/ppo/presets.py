@@ -153,6 +153,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     "go1_joystick_flat": _playground(200_000_000),
     "go1_joystick_rough": _playground(200_000_000),
     "berkeley_humanoid_joystick_flat": _playground(150_000_000, entropy_cost=5e-3),
+    # Playground's manipulation settings (mujoco_playground/config/manipulation_params.py): the hand's discount 0.99
+    # and unrolls of 40 over 200M steps; the arm's 20M steps over 2,048 environments, a 4 x 32 policy, 5 x 256 value
+    "leap_cube_reorient": _playground(200_000_000, discount=0.99, unroll_length=40),
+    "panda_pick_cube": _playground(
+        20_000_000,
+        num_envs=2048,
+        policy_hidden_sizes=(32, 32, 32, 32),
+        value_hidden_sizes=(256,) * 5,
+        num_minibatches=32,
+        unroll_length=10,
+    ),
     "ur5e_reach": _target_task(1_536_000, 250),
     "ur5e_push": _target_task(3_008_000, 250),
     # 50 Hz control: a longer horizon

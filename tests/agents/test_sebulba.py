@@ -137,7 +137,7 @@ def failing_envs(monkeypatch):
     monkeypatch.setattr(
         impala_train,
         "make_host_env",
-        lambda config, n, nthread=0: real(dataclasses.replace(config, env="HurtleFailing-v0"), n, nthread),
+        lambda config, n, nthread=0, **kw: real(dataclasses.replace(config, env="HurtleFailing-v0"), n, nthread, **kw),
     )
     yield
     gym.registry.pop("HurtleFailing-v0")

@@ -17,8 +17,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box
-from hurtle.envs.physics_env import PhysicsEnv
-from hurtle.envs.robots.assets import playground_path
+from hurtle.envs.robots.playground import PlaygroundTask
 from hurtle.physics import math as hmath
 
 
@@ -179,33 +178,26 @@ def feet_phase(feet_z: jax.Array, phase: jax.Array, swing_height: float) -> jax.
     return jnp.exp(-jnp.sum(jnp.square(feet_z - gait_height(phase, swing_height))) / 0.01)
 
 
-class JoystickEnv(PhysicsEnv):
+class JoystickEnv(PlaygroundTask):
     """A legged robot on a Playground scene following a velocity command: what Go1's and the humanoids' tasks share.
 
     A subclass sets `SCALES` (its reward terms' default scales), `FEET` (the feet's sites, whose `<site>_global_linvel`
     sensors it reads), `FEET_GEOMS` (the geoms of the `<geom>_floor_found` contact sensors; the sites' names unless
     set), `ACTION_SCALE` and `n_frames`, and defines `begin`, `advance` and the observations."""
 
-    SCALES: dict[str, float] = {}
     FEET: tuple[str, ...] = ()
     FEET_GEOMS: tuple[str, ...] | None = None
     ACTION_SCALE = 0.5
 
     def __init__(self, scene: str, noise: float = 1.0, scales: dict | None = None):
-        name = type(self).__name__
-        unknown = set(scales or {}) - set(self.SCALES)
-        if unknown:
-            raise ValueError(f"{name}: no reward terms {sorted(unknown)}; they are {', '.join(self.SCALES)}")
         self.noise = float(noise)
-        self.scales = {**self.SCALES, **(scales or {})}
-        super().__init__(playground_path(scene))
-        m = self.mj = self.compile_mujoco()
+        super().__init__(scene, scales)
+        m = self.mj
         self.home_qpos = np.asarray(m.keyframe("home").qpos, np.float64)
         self.default_pose = self.home_qpos[7:]
         self.lower, self.upper = m.jnt_range[1:].T
         self.imu = m.site("imu").id
         self.feet_sites = np.array([m.site(f).id for f in self.FEET])
-        self._action_space = Box(-1.0, 1.0, (m.nu,), self.dtype)
         self._privileged_space = None
 
     @property
@@ -298,7 +290,3 @@ class JoystickEnv(PhysicsEnv):
         mean = error / steps.astype(error.dtype)
         metrics = {"tracking/lin_vel_error": mean[0], "tracking/ang_vel_error": mean[1], "fell": _as(fell, error)}
         return {"tracking_steps": steps, "tracking_error": error}, metrics
-
-    def reward_terms(self, before, after, action):  # the terms' names and dtypes, for `start`
-        zero = jnp.zeros((), after.qpos.dtype)
-        return {k: zero for k in self.SCALES}

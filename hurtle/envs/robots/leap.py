@@ -39,8 +39,7 @@ import numpy as np
 
 import hurtle.physics as hp
 from hurtle.envs.base import Box, State
-from hurtle.envs.physics_env import PhysicsEnv
-from hurtle.envs.robots.assets import playground_path
+from hurtle.envs.robots.playground import PlaygroundTask
 from hurtle.physics import math as hmath
 
 SCENE = "manipulation/leap_hand/xmls/scene_mjx_cube.xml"
@@ -87,7 +86,7 @@ def orientation_error(cube: jax.Array, goal: jax.Array) -> jax.Array:
     return 2.0 * jnp.arcsin(jnp.minimum(jnp.linalg.norm(rotation_from_goal(cube, goal)[1:]), 1.0))
 
 
-class LeapCubeReorient(PhysicsEnv):
+class LeapCubeReorient(PlaygroundTask):
     """The LEAP hand turning a cube to a goal orientation, and to the next.
 
     noise: the observation noise's level (1: Playground's; 0: none, as for comparing engines).
@@ -100,13 +99,9 @@ class LeapCubeReorient(PhysicsEnv):
     CUBE_START, CUBE_RANGE = (0.1, 0.0, 0.05), 0.01
 
     def __init__(self, noise: float = 1.0, scales: dict | None = None):
-        unknown = set(scales or {}) - set(SCALES)
-        if unknown:
-            raise ValueError(f"LeapCubeReorient: no reward terms {sorted(unknown)}; they are {', '.join(SCALES)}")
         self.noise = float(noise)
-        self.scales = {**SCALES, **(scales or {})}
-        super().__init__(playground_path(SCENE))
-        m = self.mj = self.compile_mujoco()
+        super().__init__(SCENE, scales)
+        m = self.mj
         key = m.keyframe("home")
         self.hand_qpos = np.array([m.joint(j).qposadr[0] for j in JOINTS])
         self.hand_dof = np.array([m.joint(j).dofadr[0] for j in JOINTS])
@@ -116,8 +111,6 @@ class LeapCubeReorient(PhysicsEnv):
         self.home_qpos = np.asarray(key.qpos, np.float64)
         self.default_pose = self.home_qpos[self.hand_qpos]
         self.home_mpos = np.asarray(key.mpos, np.float64).reshape(-1, 3)
-        self.ctrl_low, self.ctrl_high = np.asarray(m.actuator_ctrlrange, np.float64).T
-        self._action_space = Box(-1.0, 1.0, (m.nu,), self.dtype)
         self._privileged_space = Box(-np.inf, np.inf, (128,), self.dtype)
 
     @property
@@ -230,14 +223,6 @@ class LeapCubeReorient(PhysicsEnv):
         with its `info` by `begin` and `advance`)."""
         info = {"last_act": jnp.zeros(16, data.qpos.dtype), "rng": jax.random.key(0)}
         return self._observe(data, info)[0]
-
-    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
-        low, high = (jnp.asarray(b, action.dtype) for b in (self.ctrl_low, self.ctrl_high))
-        return jnp.clip(data.ctrl + self.ACTION_SCALE * action, low, high)
-
-    def reward_terms(self, before, after, action):  # the terms' names and dtypes, for `start`
-        zero = jnp.zeros((), after.qpos.dtype)
-        return {k: zero for k in SCALES}
 
     def terms(self, r: dict, q, qvel, force, action, info) -> tuple[dict, jax.Array, jax.Array]:
         """(the unscaled reward terms, the orientation error, whether the episode ends) from the readings `r`, the

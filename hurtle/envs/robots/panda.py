@@ -33,9 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import hurtle.physics as hp
-from hurtle.envs.base import Box, State
-from hurtle.envs.physics_env import PhysicsEnv
-from hurtle.envs.robots.assets import playground_path
+from hurtle.envs.base import State
+from hurtle.envs.robots.playground import PlaygroundTask
 from hurtle.physics import math as hmath
 
 SCENE = "manipulation/franka_emika_panda/xmls/mjx_single_cube.xml"
@@ -44,7 +43,7 @@ ARM = tuple(f"joint{i}" for i in range(1, 8))
 FLOOR_SENSORS = ("left_finger_pad_floor_found", "right_finger_pad_floor_found", "hand_capsule_floor_found")
 
 
-class PandaPickCube(PhysicsEnv):
+class PandaPickCube(PlaygroundTask):
     """The Panda lifting a cube to a target.
 
     scales: reward scales replacing Playground's (a dict of some of SCALES' names).
@@ -58,13 +57,9 @@ class PandaPickCube(PhysicsEnv):
     BOX_RANGE, TARGET_RANGE = 0.2, ((-0.2, -0.2, 0.2), (0.2, 0.2, 0.4))
 
     def __init__(self, scales: dict | None = None, success_radius: float = 0.02):
-        unknown = set(scales or {}) - set(SCALES)
-        if unknown:
-            raise ValueError(f"PandaPickCube: no reward terms {sorted(unknown)}; they are {', '.join(SCALES)}")
-        self.scales = {**SCALES, **(scales or {})}
         self.success_radius = float(success_radius)
-        super().__init__(playground_path(SCENE))
-        m = self.mj = self.compile_mujoco()
+        super().__init__(SCENE, scales)
+        m = self.mj
         key = m.keyframe("home")
         self.home_qpos = np.asarray(key.qpos, np.float64)
         self.home_ctrl = np.asarray(key.ctrl, np.float64)
@@ -74,8 +69,6 @@ class PandaPickCube(PhysicsEnv):
         self.box_qpos = m.joint(m.body("box").jntadr[0]).qposadr[0]
         self.target = m.body("mocap_target").mocapid[0]
         self.gripper = m.site("gripper").id
-        self.ctrl_low, self.ctrl_high = np.asarray(m.actuator_ctrlrange, np.float64).T
-        self._action_space = Box(-1.0, 1.0, (m.nu,), self.dtype)
 
     # -- reset --
 
@@ -127,14 +120,6 @@ class PandaPickCube(PhysicsEnv):
                 data.ctrl - data.qpos[self.robot],
             ]
         ).astype(self.dtype)
-
-    def control(self, data: hp.Data, action: jax.Array) -> jax.Array:
-        low, high = (jnp.asarray(b, action.dtype) for b in (self.ctrl_low, self.ctrl_high))
-        return jnp.clip(data.ctrl + self.ACTION_SCALE * action, low, high)
-
-    def reward_terms(self, before, after, action):  # the terms' names and dtypes, for `start`
-        zero = jnp.zeros((), after.qpos.dtype)
-        return {k: zero for k in SCALES}
 
     def terminated(self, data: hp.Data) -> jax.Array:
         box = data.xpos[self.box_body]

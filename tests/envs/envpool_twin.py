@@ -13,7 +13,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-VERSION = "1.2.5"  # the EnvPool these comparisons were written against (it bundles its own MuJoCo C)
+VERSION = "1.2.5"  # the EnvPool these comparisons were written against
+MUJOCO = "3.6.0"  # the MuJoCo C EnvPool 1.2.5 bundles (its playground_envpool.so), not the one hurtle follows
 
 
 def envpool_or_skip():

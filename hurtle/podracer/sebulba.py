@@ -73,6 +73,10 @@ class Trajectory:
     """Episodes that ended, per environment `[B]`."""
     nan_resets: np.ndarray
     """Steps whose observation or reward was not finite (that environment restarted), per environment."""
+    privileged_obs: np.ndarray | None = None
+    """The privileged observation beside each `obs` (`HostStep.privileged_obs`), None for tasks without one."""
+    next_privileged_obs: np.ndarray | None = None
+    """The privileged observation each step reached (`final_privileged_obs` where an episode ended)."""
 
     @staticmethod
     def concatenate(items: Sequence[Trajectory]) -> Trajectory:
@@ -80,6 +84,9 @@ class Trajectory:
         fields = {}
         for f in dataclasses.fields(Trajectory):
             values = [getattr(t, f.name) for t in items]
+            if values[0] is None:
+                fields[f.name] = None
+                continue
             axis = 0 if values[0].ndim == 1 else 1
             fields[f.name] = np.concatenate(values, axis=axis)
         return Trajectory(**fields)
@@ -273,13 +280,17 @@ class Sebulba:
             env.close()
             raise
         key = jax.random.fold_in(jax.random.key(self.seed), unique)
-        return {"env": env, "obs": obs, "key": jax.device_put(key, self.devices[index]), "index": index}
+        privileged = env.reset_privileged_obs
+        key = jax.device_put(key, self.devices[index])
+        return {"env": env, "obs": obs, "privileged": privileged, "key": key, "index": index}
 
     def _rollout(self, actor: dict[str, Any], policy: Any, timings: Timings) -> Trajectory:
         env, device, lock = actor["env"], self.devices[actor["index"]], self._locks.get(self.devices[actor["index"]])
         n, T = env.num_envs, self.unroll_length
-        obs = actor["obs"]
-        rec: dict[str, list] = {k: [] for k in ("obs", "raw", "logp", "reward", "term", "trunc", "next")}
+        obs, privileged = actor["obs"], actor["privileged"]
+        rec: dict[str, list] = {
+            k: [] for k in ("obs", "raw", "logp", "reward", "term", "trunc", "next", "priv", "npriv")
+        }
         ret, episodes, nans = np.zeros(n), np.zeros(n), np.zeros(n)
         for _ in range(T):
             if self._stop.is_set() and self.mode != "serial":
@@ -297,17 +308,29 @@ class Sebulba:
             step = env.step(np.asarray(action))
             timings.inference += t1 - t0
             timings.env += time.perf_counter() - t1
-            for k, v in zip(rec, (obs, raw, logp, step.reward, step.terminated, step.truncated, step.final_obs)):
-                rec[k].append(np.asarray(v))
+            values = (obs, raw, logp, step.reward, step.terminated, step.truncated, step.final_obs)
+            for k, v in zip(rec, (*values, privileged, step.final_privileged_obs)):
+                rec[k].append(None if v is None else np.asarray(v))
             ended = step.ended
             ret += np.where(ended, step.metrics["episode/return"], 0)
             episodes += ended
             nans += step.metrics["nan_resets"]
-            obs = step.obs
-        actor["obs"] = obs
-        s = {k: np.stack(v) for k, v in rec.items()}
+            obs, privileged = step.obs, step.privileged_obs
+        actor["obs"], actor["privileged"] = obs, privileged
+        s = {k: None if v[0] is None else np.stack(v) for k, v in rec.items()}
         return Trajectory(
-            s["obs"], s["raw"], s["logp"], s["reward"], s["term"], s["trunc"], s["next"], ret, episodes, nans
+            s["obs"],
+            s["raw"],
+            s["logp"],
+            s["reward"],
+            s["term"],
+            s["trunc"],
+            s["next"],
+            ret,
+            episodes,
+            nans,
+            s["priv"],
+            s["npriv"],
         )
 
     def _run(self, index: int) -> None:

@@ -7,10 +7,13 @@ import threading
 import time
 
 import gymnasium as gym
+import jax
 import numpy as np
 import pytest
 
 from hurtle.agents import runner
+from hurtle.envs.base import Box
+from hurtle.hostenvs import GymnasiumEnv, HostEnv
 from hurtle.podracer.sebulba import ActorError
 
 IMPALA = runner.algorithm("impala")
@@ -250,3 +253,70 @@ def test_sigint_stops_a_run_with_async_workers_and_leaves_no_process(tmp_path):
     time.sleep(0.5)
     alive = [p for p in children if os.path.exists(f"/proc/{p}") and "zombie" not in open(f"/proc/{p}/status").read()]
     assert not alive, f"worker processes left behind: {alive}"
+
+
+class _PrivilegedHost(HostEnv):
+    """CartPole's host environments with a privileged observation: the observation, its squares and a 7."""
+
+    def __init__(self, num_envs):
+        self.inner = GymnasiumEnv("CartPole-v1", num_envs)
+        self.num_envs, self.name, self.episode_limit = num_envs, "privileged CartPole", self.inner.episode_limit
+        self.observation_space, self.action_space = self.inner.observation_space, self.inner.action_space
+        self.privileged_observation_space = Box(-np.inf, np.inf, (9,), np.float32)
+
+    @staticmethod
+    def _privileged(obs):
+        return np.concatenate([obs, obs**2, np.full((len(obs), 1), 7.0, obs.dtype)], axis=1)
+
+    def reset(self, seed):
+        obs = self.inner.reset(seed)
+        self.reset_privileged_obs = self._privileged(obs)
+        return obs
+
+    def step(self, action):
+        step = self.inner.step(action)
+        return dataclasses.replace(
+            step, privileged_obs=self._privileged(step.obs), final_privileged_obs=self._privileged(step.final_obs)
+        )
+
+    def close(self):
+        self.inner.close()
+
+
+@pytest.mark.parametrize("algo", [IMPALA, PPO], ids=["impala", "ppo"])
+def test_asymmetric_critic_learns_from_the_privileged_observations(algo, monkeypatch):
+    """Trajectories carry the host environments' privileged observations beside the observations (the one each
+    step reached, before any reset, as `next_privileged_obs`); the value network reads them through its own
+    normaliser, which absorbs every one, while the policy's reads the observations."""
+    from hurtle.agents.impala import train as impala_train
+    from hurtle.podracer.sebulba import Sebulba
+
+    monkeypatch.setattr(impala_train, "make_host_env", lambda config, n, nthread=0, **kw: _PrivilegedHost(n))
+    config = _config(algo, mode="serial", num_timesteps=3 * 8 * 16)
+    sebulba = Sebulba(lambda i: _PrivilegedHost(8), impala_train.make_sampler(config, impala_train.make_networks(config)),
+                      jax.devices()[:1], unroll_length=40, mode="serial")  # fmt: skip
+    networks = impala_train.make_networks(config)
+    sebulba.publish(impala_train.make_actor(config).like_policy, 0)
+    sebulba.start()
+    try:
+        tr, _ = sebulba.collect()
+    finally:
+        sebulba.close()
+    np.testing.assert_array_equal(tr.next_privileged_obs[..., :4], tr.next_obs)
+    np.testing.assert_array_equal(tr.privileged_obs[..., :4], tr.obs)
+    ended = tr.terminated | tr.truncated
+    assert ended.any()  # CartPole's random policy falls within 40 steps: resets inside the trajectory
+    going_on = ~ended[:-1]
+    np.testing.assert_array_equal(tr.privileged_obs[1:][going_on], tr.next_privileged_obs[:-1][going_on])
+    assert not np.array_equal(tr.privileged_obs[1:][ended[:-1]], tr.next_privileged_obs[:-1][ended[:-1]])
+
+    assert networks.critic_space.shape == (9,)
+    assert impala_train.make_networks(dataclasses.replace(config, asymmetric_critic=False)).critic_space is None
+    state, history = runner.train(algo, config)
+    assert float(state.critic_normalizer.count) == float(state.normalizer.count) == config.num_timesteps
+    np.testing.assert_allclose(np.asarray(state.critic_normalizer.mean)[8], 7.0, rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(state.critic_normalizer.mean)[:4], state.normalizer.mean, rtol=1e-5, atol=1e-7
+    )
+    assert all(np.isfinite(m["loss/total"]) for m in history)
+    assert not _actor_threads()

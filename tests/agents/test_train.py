@@ -1,6 +1,9 @@
 """PPO's Anakin loop: it learns CartPole, sharding does not change the numbers, the iteration compiles once."""
 
+import dataclasses
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -8,6 +11,10 @@ from hurtle import podracer
 from hurtle.agents.ppo import train as ppo_train
 from hurtle.agents.ppo.config import Config
 from hurtle.agents.ppo.presets import PRESETS, preset
+from hurtle.envs import make
+from hurtle.envs.base import Box, Wrapper
+from hurtle.envs.wrappers import wrap_for_training
+from hurtle.nn import normalizer
 
 SMALL = Config(
     num_envs=8,
@@ -37,7 +44,6 @@ def _run(config, mesh, iterations, on_trace=None):
 
 @pytest.mark.slow
 def test_cartpole_preset_solves_cartpole():
-    import dataclasses
 
     config = dataclasses.replace(preset("cartpole"), checkpoint_every=0)
     _, history = ppo_train.train(config)
@@ -140,3 +146,63 @@ def test_maybe_initialize_distributed_is_a_no_op_without_a_job(monkeypatch):
     for name in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID", "SLURM_JOB_ID", "SLURM_NTASKS"):
         monkeypatch.delenv(name, raising=False)
     assert podracer.maybe_initialize_distributed() is False
+
+
+class _Privileged(Wrapper):
+    """cartpole with a privileged observation for the critic: its observation, its squares and a constant 7."""
+
+    def _privileged(self, obs):
+        return jnp.concatenate([obs, obs**2, jnp.full((1,), 7.0, obs.dtype)])
+
+    def start(self, state, key):
+        return state.replace(privileged_obs=self._privileged(state.obs))
+
+    def step(self, state, action):
+        new = self.env.step(state, action)
+        return new.replace(privileged_obs=self._privileged(new.obs))
+
+    @property
+    def privileged_observation_space(self):
+        return Box(-np.inf, np.inf, (9,), self.observation_space.dtype)
+
+
+def test_asymmetric_critic_reads_the_privileged_observation():
+    """The value network's input is the privileged observation through its own normaliser: every value of a
+    rollout (and the bootstrap of each truncation, from the final privileged observation) is the network's
+    value of it, and one iteration's critic normaliser has absorbed exactly the rollout's privileged
+    observations. The policy's normaliser and network see the 4 cartpole values only."""
+    config = dataclasses.replace(SMALL, episode_length=5)  # truncations within the rollout
+    env = wrap_for_training(_Privileged(make("cartpole", config.episode_length)), config.num_envs)
+    assert ppo_train.make_networks(dataclasses.replace(config, asymmetric_critic=False), env).critic_space is None
+    networks = ppo_train.make_networks(config, env)
+    assert networks.critic_space.shape == (9,)
+    state = ppo_train.init_state(config, env, networks)
+    assert state.normalizer.mean.shape == (4,) and state.critic_normalizer.mean.shape == (9,)
+    # a critic normaliser that is not the identity, so a value read through the wrong one shows
+    critic_norm = normalizer.update(state.critic_normalizer, 3.0 * jax.random.normal(jax.random.key(1), (50, 9)) + 1)
+    _, (tr, _, _) = ppo_train.rollout(
+        state.params, state.normalizer, state.env_state, jax.random.key(2), env=env, networks=networks,
+        unroll_length=config.unroll_length, reward_scaling=1.0, critic_norm=critic_norm,
+    )  # fmt: skip
+    value = lambda p: networks.value.apply(state.params["value"], normalizer.normalize(critic_norm, p))  # noqa: E731
+    np.testing.assert_allclose(tr.critic_obs[..., 8], 7.0)
+    np.testing.assert_allclose(tr.critic_obs[..., :4], tr.obs, rtol=1e-6)
+    np.testing.assert_allclose(tr.value, value(tr.critic_obs), rtol=1e-5, atol=1e-6)
+    truncated = np.asarray(tr.truncation, bool)
+    assert truncated.sum() >= config.num_envs  # every environment's episode was cut within the rollout
+    # at a truncation the next step's privileged observation is a new episode's: the bootstrap is the value of
+    # the ended episode's last one, which is not the next row's
+    nxt = np.asarray(tr.critic_obs[1:])
+    cont = ~np.asarray(tr.done | tr.truncation, bool)[:-1]
+    np.testing.assert_allclose(
+        np.asarray(tr.bootstrap_value[:-1])[cont], np.asarray(value(nxt))[cont], rtol=1e-5, atol=1e-6
+    )
+    assert not np.allclose(np.asarray(tr.bootstrap_value[:-1])[truncated[:-1]], np.asarray(value(nxt))[truncated[:-1]])
+
+    iteration = ppo_train.make_iteration(config, env, networks)
+    new, metrics = iteration(state)
+    assert float(new.critic_normalizer.count) == config.batch_size
+    assert float(new.normalizer.count) == config.batch_size
+    np.testing.assert_allclose(new.critic_normalizer.mean[8], 7.0, rtol=1e-6)
+    np.testing.assert_allclose(new.critic_normalizer.mean[:4], new.normalizer.mean, rtol=1e-5, atol=1e-7)
+    assert np.isfinite(float(metrics["loss/value"]))

@@ -80,6 +80,10 @@ class Config(RunConfig):
     """Widths of the policy MLP's hidden layers."""
     value_hidden_sizes: tuple[int, ...] = (64, 64)
     """Widths of the value MLP's hidden layers."""
+    asymmetric_critic: bool = True
+    """Where the task has a privileged observation (MuJoCo Playground's `privileged_state`: hurtle's robot tasks on
+    MuJoCo C, EnvPool's `MuJoCoPlayground/...` tasks), the value network reads it, through its own normaliser, as
+    Playground's critic does; the policy reads the observation. Off, or without one, both read the observation."""
 
     def validate(self) -> Config:
         """Raise ValueError naming the first field at fault; return self when all is well."""

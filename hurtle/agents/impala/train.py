@@ -6,7 +6,9 @@ runs one jitted update there and publishes the new policy to the actors. The tra
 optimiser, observation normaliser, key, step, policy version) is what a checkpoint holds; the host
 environments' states are not (MuJoCo C's and Gymnasium's cannot all be saved exactly): a resumed run goes
 on from the saved parameters with new episodes. Evaluation runs the deterministic policy on host
-environments of the same backend.
+environments of the same backend. With an asymmetric critic (`Config.asymmetric_critic`, host environments with
+a privileged observation) the value network reads the trajectories' privileged observations through its own
+normaliser, as Anakin's PPO does.
 """
 
 from __future__ import annotations
@@ -27,12 +29,11 @@ from hurtle.agents import runner
 from hurtle.agents.impala import losses
 from hurtle.agents.impala.config import Config
 from hurtle.agents.ppo import losses as ppo_losses
-from hurtle.agents.ppo.train import Networks, update_epoch
+from hurtle.agents.ppo.train import Networks, critic_input, init_normalizers, networks_for, update_epoch
 from hurtle.envs.base import Box, Discrete
 from hurtle.hostenvs import GymnasiumEnv, HostEnv, MujocoEnv
 from hurtle.hostenvs.base import run_episodes
 from hurtle.nn import normalizer
-from hurtle.nn.networks import make_policy_network, make_value_network
 from hurtle.physics.dataclass import pytree_dataclass
 from hurtle.podracer.sebulba import Sebulba
 
@@ -47,6 +48,8 @@ class TrainState:
     """Env steps so far."""
     version: jax.Array
     """Updates so far: the version of the policy the actors receive."""
+    critic_normalizer: normalizer.NormalizerState | None = None
+    """The value network's normaliser of the privileged observation (asymmetric critic); None without."""
 
 
 @pytree_dataclass
@@ -60,6 +63,9 @@ class Batch:
     terminated: jax.Array
     truncated: jax.Array
     next_obs: jax.Array
+    privileged_obs: jax.Array | None = None
+    """The value network's raw inputs with an asymmetric critic (None without), as `obs` and `next_obs`."""
+    next_privileged_obs: jax.Array | None = None
 
 
 def make_host_env(config: Config, num_envs: int, nthread: int = 0, actor: int = 0) -> HostEnv:
@@ -90,11 +96,12 @@ def make_host_env(config: Config, num_envs: int, nthread: int = 0, actor: int = 
     return MujocoEnv(config.env, num_envs, episode_length=config.time_limit(), nthread=nthread, randomize_key=randomize)
 
 
-def spaces(config: Config) -> tuple[Box, Box | Discrete]:
-    """The observation and action spaces of `config.env`, without starting its workers."""
+def spaces(config: Config) -> tuple[Box, Box | Discrete, Box | None]:
+    """The observation, action and privileged observation (None without) spaces of `config.env`, without
+    starting its workers."""
     if config.env_backend != "mujoco":
         with make_host_env(config, 1) as env:
-            return env.observation_space, env.action_space
+            return env.observation_space, env.action_space, env.privileged_observation_space
     from hurtle.envs.physics_env import PhysicsEnv
 
     task = runner.make_env(config).unwrapped
@@ -103,16 +110,11 @@ def spaces(config: Config) -> tuple[Box, Box | Discrete]:
             f"Config.env: {config.env} is not a physics task; the mujoco backend steps hurtle's MJCF tasks on MuJoCo C "
             f"(train it with --arch anakin, or give a Gymnasium id with --env-backend gymnasium)"
         )
-    return task.observation_space, task.action_space
+    return task.observation_space, task.action_space, task.privileged_observation_space
 
 
 def make_networks(config: Config) -> Networks:
-    obs_space, action_space = spaces(config)
-    return Networks(
-        policy=make_policy_network(obs_space.shape, action_space, config.policy_hidden_sizes),
-        value=make_value_network(obs_space.shape, config.value_hidden_sizes),
-        optimizer=optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)),
-    )
+    return networks_for(config, *spaces(config))
 
 
 def _normalize(config: Config, policy: dict[str, Any], obs: jax.Array) -> jax.Array:
@@ -204,11 +206,15 @@ def make_update(config: Config, networks: Networks, mesh: Mesh) -> Callable:
     def update(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         batch = podracer.shard_batch(batch, mesh, axis=1)
         key, k_loss = jax.random.split(state.key)
-        norm = state.normalizer
-        if config.normalize_observations:
+        norm, critic_norm, on = state.normalizer, state.critic_normalizer, config.normalize_observations
+        if on:
             norm = normalizer.update(norm, batch.obs)
+            if networks.asymmetric:
+                critic_norm = normalizer.update(critic_norm, batch.privileged_obs)
         policy = {"normalizer": norm}
         obs, next_obs = _normalize(config, policy, batch.obs), _normalize(config, policy, batch.next_obs)
+        critic_obs = critic_input(networks, obs, batch.privileged_obs, critic_norm, on)
+        next_critic_obs = critic_input(networks, next_obs, batch.next_privileged_obs, critic_norm, on)
         reward = batch.reward * jnp.asarray(config.reward_scaling, batch.reward.dtype)
         discounts = config.discount * (1.0 - batch.terminated.astype(reward.dtype))
         ended = batch.terminated | batch.truncated
@@ -217,8 +223,8 @@ def make_update(config: Config, networks: Networks, mesh: Mesh) -> Callable:
             def loss_fn(params):
                 dist_params = networks.policy.apply(params["policy"], obs)
                 log_prob = dist.log_prob(dist_params, batch.raw_action)
-                values = networks.value.apply(params["value"], obs)
-                next_values = networks.value.apply(params["value"], next_obs)
+                values = networks.value.apply(params["value"], critic_obs)
+                next_values = networks.value.apply(params["value"], next_critic_obs)
                 targets, advantages = losses.vtrace(
                     lax.stop_gradient(values),
                     lax.stop_gradient(next_values),
@@ -239,12 +245,13 @@ def make_update(config: Config, networks: Networks, mesh: Mesh) -> Callable:
             params, opt_state = optimizer_step(state.params, state.opt_state, grads)
             metrics = {**metrics, "grad_norm": optax.tree.norm(grads)}
         else:
-            values = networks.value.apply(state.params["value"], obs)
-            next_values = networks.value.apply(state.params["value"], next_obs)
+            values = networks.value.apply(state.params["value"], critic_obs)
+            next_values = networks.value.apply(state.params["value"], next_critic_obs)
             advantages, targets = ppo_losses.gae(
                 reward, values, next_values, batch.terminated, batch.truncated, config.discount, config.gae_lambda
             )
-            flat = ppo_losses.Batch(obs, batch.raw_action, batch.log_prob, advantages, targets)
+            value_obs = critic_obs if networks.asymmetric else None
+            flat = ppo_losses.Batch(obs, batch.raw_action, batch.log_prob, advantages, targets, value_obs)
             flat = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:]), flat)
 
             def epoch(carry, k):
@@ -256,7 +263,7 @@ def make_update(config: Config, networks: Networks, mesh: Mesh) -> Callable:
             metrics = jax.tree.map(jnp.mean, metrics)
         params, opt_state = podracer.replicate((params, opt_state), mesh)
         steps = batch.reward.size
-        new = TrainState(params, opt_state, norm, key, state.step + steps, state.version + 1)
+        new = TrainState(params, opt_state, norm, key, state.step + steps, state.version + 1, critic_norm)
         return new, metrics
 
     return jax.jit(update, donate_argnums=0)
@@ -294,14 +301,13 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
         key = jax.random.key(config.seed)
         k_policy, k_value, key = jax.random.split(key, 3)
         params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}
-        obs_space = spaces(config)[0]
         state = TrainState(
             params=params,
             opt_state=networks.optimizer.init(params),
-            normalizer=normalizer.init(obs_space.shape, obs_space.dtype),
             key=key,
             step=runner.step_counter(),
             version=jnp.zeros((), jnp.int32),
+            **init_normalizers(networks, spaces(config)[0]),
         )
         return podracer.device_put_replicated(state, learner_mesh)
 
@@ -326,6 +332,8 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
         trajectory, stats = sebulba.collect()
         t0 = time.perf_counter()
         batch = Batch(*(getattr(trajectory, f) for f in Batch.__dataclass_fields__))
+        if not networks.asymmetric:  # the learner never reads them: keep them off the device
+            batch = batch.replace(privileged_obs=None, next_privileged_obs=None)
         state, metrics = update(state, podracer.device_put_process_batch(batch, learner_mesh, axis=1))
         metrics = podracer.host_value(metrics)  # waits for the update
         sebulba.publish(policy_of(state), int(podracer.host_value(state.version)))

@@ -43,6 +43,10 @@ class Config(RunConfig):
     """Widths of the policy MLP's hidden layers."""
     value_hidden_sizes: tuple[int, ...] = (256, 256, 256, 256, 256)
     """Widths of the value MLP's hidden layers."""
+    asymmetric_critic: bool = True
+    """Where the task has a privileged observation (`State.privileged_obs`: MuJoCo Playground's
+    `privileged_state`), the value network reads it, through its own normaliser, as Playground's critic does;
+    the policy reads the observation. Off, or for a task without one, the value network reads the observation."""
 
     @property
     def batch_size(self) -> int:

@@ -97,6 +97,8 @@ class Batch:
     log_prob: jax.Array
     advantages: jax.Array
     value_targets: jax.Array
+    value_obs: jax.Array | None = None
+    """The value network's input where it differs from `obs` (an asymmetric critic's privileged observation)."""
 
 
 def standardize(x: jax.Array, eps: float = 1e-8) -> jax.Array:
@@ -119,13 +121,13 @@ def ppo_loss(
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """PPO's loss on a minibatch: `params` is `{"policy": ..., "value": ...}`; returns (loss, metrics).
 
-    `batch.obs` is already normalised (the normaliser is not learned by gradient). `key` feeds the
+    `batch.obs` (and `batch.value_obs`) are already normalised (the normaliser is not learned by gradient). `key` feeds the
     entropy estimate of distributions without a closed form.
     """
     dist_params = policy_apply(params["policy"], batch.obs)
     log_prob = distribution.log_prob(dist_params, batch.raw_action)
     entropy = distribution.entropy(dist_params, key)
-    values = value_apply(params["value"], batch.obs)
+    values = value_apply(params["value"], batch.obs if batch.value_obs is None else batch.value_obs)
     advantages = standardize(batch.advantages) if normalize_advantages else batch.advantages
     return loss_terms(
         log_prob,

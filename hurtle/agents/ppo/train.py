@@ -12,6 +12,10 @@ XLA inserts the all-reduce of the gradients of minibatch-mean losses.
 Observations are stored raw; the batch is normalised with the normaliser the policy acted with, so the
 first minibatch's probability ratios are exactly one; the normaliser then absorbs the batch for the next
 rollout.
+
+Asymmetric actor-critic (`Config.asymmetric_critic`, tasks with a privileged observation): the value network
+reads `State.privileged_obs` through a normaliser of its own (`TrainState.critic_normalizer`), bootstrapping a
+truncation from `info["final_privileged_obs"]`; the policy, and so a checkpoint's policy item, reads `obs` only.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from hurtle import podracer
 from hurtle.agents import runner
 from hurtle.agents.ppo import losses
 from hurtle.agents.ppo.config import Config
-from hurtle.envs.base import Env, State
+from hurtle.envs.base import Box, Env, Space, State
 from hurtle.io.checkpoint import Checkpointer
 from hurtle.nn import make_policy_network, make_value_network, normalizer
 from hurtle.nn.networks import PolicyNetwork, ValueNetwork
@@ -48,6 +52,8 @@ class TrainState:
     env_state: State
     key: jax.Array
     step: jax.Array
+    critic_normalizer: normalizer.NormalizerState | None = None
+    """The value network's own normaliser of the privileged observation (asymmetric critic); None without."""
 
 
 @pytree_dataclass
@@ -62,6 +68,8 @@ class Transition:
     truncation: jax.Array
     value: jax.Array
     bootstrap_value: jax.Array
+    critic_obs: jax.Array | None = None
+    """The raw privileged observation the value read (asymmetric critic); None without."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -71,15 +79,53 @@ class Networks:
     policy: PolicyNetwork
     value: ValueNetwork
     optimizer: optax.GradientTransformation
+    critic_space: Box | None = None
+    """The privileged observation's space where the value network reads it (asymmetric critic), else None."""
+
+    @property
+    def asymmetric(self) -> bool:
+        return self.critic_space is not None
+
+
+def critic_space(config: Config, privileged: Box | None) -> Box | None:
+    """The value network's own input space: the task's privileged observation space where it has one and
+    `config.asymmetric_critic` is on, else None (the value reads the policy's observation)."""
+    return privileged if getattr(config, "asymmetric_critic", False) else None
 
 
 def make_networks(config: Config, env: Env) -> Networks:
     """Policy and value MLPs for `env`'s spaces and the optimiser (global-norm clip, then Adam)."""
+    return networks_for(config, env.observation_space, env.action_space, env.privileged_observation_space)
+
+
+def networks_for(config: Config, obs_space: Box, action_space: Space, privileged: Box | None = None) -> Networks:
+    """`make_networks` from the spaces themselves (the Sebulba learners' host environments give them)."""
+    critic = critic_space(config, privileged)
     return Networks(
-        policy=make_policy_network(env.observation_size, env.action_space, config.policy_hidden_sizes),
-        value=make_value_network(env.observation_size, config.value_hidden_sizes),
+        policy=make_policy_network(obs_space.shape, action_space, config.policy_hidden_sizes),
+        value=make_value_network((critic or obs_space).shape, config.value_hidden_sizes),
         optimizer=optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate)),
+        critic_space=critic,
     )
+
+
+def init_normalizers(networks: Networks, obs_space: Box) -> dict[str, normalizer.NormalizerState | None]:
+    """Fresh `normalizer` and `critic_normalizer` (None without an asymmetric critic) as TrainState fields."""
+    critic = networks.critic_space
+    return {
+        "normalizer": normalizer.init(obs_space.shape, obs_space.dtype),
+        "critic_normalizer": None if critic is None else normalizer.init(critic.shape, critic.dtype),
+    }
+
+
+def critic_input(
+    networks: Networks, obs: jax.Array, privileged: jax.Array | None, norm: normalizer.NormalizerState | None, on: bool
+) -> jax.Array:
+    """What the value network reads: `obs` (already normalised) for a symmetric critic, else the privileged
+    observation through the critic's normaliser `norm` (`on`: observations are normalised)."""
+    if not networks.asymmetric:
+        return obs
+    return normalizer.normalize(norm, privileged) if on else privileged
 
 
 def rollout(
@@ -93,11 +139,13 @@ def rollout(
     unroll_length: int,
     reward_scaling: float,
     normalize_observations: bool = True,
+    critic_norm: normalizer.NormalizerState | None = None,
 ) -> tuple[State, Transition]:
     """Step the (batched, auto-resetting) `env` `unroll_length` times with the sampled policy.
 
     Returns the last state and time-major transitions: raw obs, raw (pre-tanh) action and its log-prob,
-    scaled reward, done, truncation, V(obs) and V(info["final_obs"]) (the bootstrap of a truncation).
+    scaled reward, done, truncation, V(obs) and V(info["final_obs"]) (the bootstrap of a truncation); with an
+    asymmetric critic, V reads the privileged observations (normalised by `critic_norm`) and the raw ones are kept.
     """
     dist = networks.policy.distribution
 
@@ -111,9 +159,14 @@ def rollout(
         log_prob = dist.log_prob(dist_params, raw)
         new = env.step(state, dist.postprocess(raw))
         final = norm_obs(new.info["final_obs"])
-        values = networks.value.apply(params["value"], jnp.stack([obs, final]))
+        privileged = (state.privileged_obs, new.info.get("final_privileged_obs"))
+        critic = [
+            critic_input(networks, o, p, critic_norm, normalize_observations) for o, p in zip((obs, final), privileged)
+        ]
+        values = networks.value.apply(params["value"], jnp.stack(critic))
         reward = new.reward * jnp.asarray(reward_scaling, new.reward.dtype)
-        tr = Transition(state.obs, raw, log_prob, reward, new.done, new.truncation, values[0], values[1])
+        kept = state.privileged_obs if networks.asymmetric else None
+        tr = Transition(state.obs, raw, log_prob, reward, new.done, new.truncation, values[0], values[1], kept)
         ended = (new.done | new.truncation).astype(new.reward.dtype)
         ret = new.metrics["episode/return"].astype(ended.dtype)
         stats = (jnp.sum(ret * ended), jnp.sum(new.metrics["episode/length"].astype(ended.dtype) * ended))
@@ -198,14 +251,13 @@ def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None =
     key = jax.random.key(config.seed)
     k_policy, k_value, k_env, key = jax.random.split(key, 4)
     params = {"policy": networks.policy.init(k_policy), "value": networks.value.init(k_value)}
-    obs_space = env.observation_space
     state = TrainState(
         params=params,
         opt_state=networks.optimizer.init(params),
-        normalizer=normalizer.init(obs_space.shape, obs_space.dtype),
         env_state=jax.jit(env.reset)(k_env),
         key=key,
         step=runner.step_counter(),
+        **init_normalizers(networks, env.observation_space),
     )
     if mesh is None:
         return state
@@ -241,6 +293,7 @@ def make_iteration(
             unroll_length=config.unroll_length,
             reward_scaling=config.reward_scaling,
             normalize_observations=config.normalize_observations,
+            critic_norm=state.critic_normalizer,
         )
         if mesh is not None:
             tr = podracer.shard_batch(tr, mesh, axis=1)
@@ -248,13 +301,20 @@ def make_iteration(
         advantages, targets = losses.gae(
             tr.reward, tr.value, tr.bootstrap_value, tr.done, tr.truncation, config.discount, config.gae_lambda
         )
-        obs = normalizer.normalize(state.normalizer, tr.obs) if config.normalize_observations else tr.obs
-        batch = losses.Batch(obs, tr.raw_action, tr.log_prob, advantages, targets)
+        on = config.normalize_observations
+        obs = normalizer.normalize(state.normalizer, tr.obs) if on else tr.obs
+        value_obs = (
+            critic_input(networks, obs, tr.critic_obs, state.critic_normalizer, on) if networks.asymmetric else None
+        )
+        batch = losses.Batch(obs, tr.raw_action, tr.log_prob, advantages, targets, value_obs)
         # [T, B, ...] -> [B * T, ...], environment-major so a device's transitions stay together
         batch = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:]), batch)
         if mesh is not None:
             batch = podracer.shard_batch(batch, mesh)
-        norm = normalizer.update(state.normalizer, tr.obs) if config.normalize_observations else state.normalizer
+        norm = normalizer.update(state.normalizer, tr.obs) if on else state.normalizer
+        critic_norm = state.critic_normalizer
+        if on and networks.asymmetric:
+            critic_norm = normalizer.update(critic_norm, tr.critic_obs)
 
         epoch = lambda c, k: update_epoch(c, k, batch, networks=networks, config=config, mesh=mesh)  # noqa: E731
         (params, opt_state), metrics = lax.scan(
@@ -278,6 +338,7 @@ def make_iteration(
             env_state=env_state,
             key=key,
             step=state.step + config.batch_size,
+            critic_normalizer=critic_norm,
         )
         return new, metrics
 
@@ -334,12 +395,16 @@ __all__ = [
     "Networks",
     "TrainState",
     "Transition",
+    "critic_input",
+    "critic_space",
+    "init_normalizers",
     "init_state",
     "make_actor",
     "make_learner",
     "make_iteration",
     "make_networks",
     "make_training_env",
+    "networks_for",
     "policy_of",
     "rollout",
     "train",

@@ -140,6 +140,9 @@ def test_prepare_run_dir_default_and_empty(tmp_path, monkeypatch):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert prepare_run_dir(str(empty), config=Config()) == str(empty)
+    # an id with slashes (EnvPool's, dm_control's) names one folder, not nested ones
+    nested = prepare_run_dir(None, config=Config(env="MuJoCoPlayground/Go1JoystickFlatTerrain-v1"))
+    assert os.path.dirname(nested) == "runs" and "MuJoCoPlayground-Go1JoystickFlatTerrain-v1-ppo-" in nested
 
 
 def _train_cmd(run_dir, *extra):

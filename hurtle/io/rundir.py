@@ -19,8 +19,10 @@ def _csv_line(row: list[str]) -> str:
 
 
 def default_run_dir(env: str, algo: str = "ppo", root: str = "runs") -> str:
-    """`runs/<env>-<algo>-<YYYYmmdd-HHMMSS>`."""
-    return os.path.join(root, f"{env}-{algo}-{time.strftime('%Y%m%d-%H%M%S')}")
+    """`runs/<env>-<algo>-<YYYYmmdd-HHMMSS>`, one folder: an id's slashes (`MuJoCoPlayground/Go1...`,
+    `dm_control/cheetah-run`) become dashes."""
+    name = env.replace("/", "-").replace(os.sep, "-")
+    return os.path.join(root, f"{name}-{algo}-{time.strftime('%Y%m%d-%H%M%S')}")
 
 
 def prepare_run_dir(

@@ -39,3 +39,40 @@ def randomized_engines_agree(task, key, n: int = 2, steps: int = 5, seed: int = 
             states.privileged_obs, out.final_privileged_obs)  # fmt: skip
         np.testing.assert_allclose(theirs, ours, rtol=1e-7, atol=1e-7, err_msg=f"step {t}")
     host.close()
+
+
+def random_rollout(name: str, n: int, steps: int, dtype: str = "float32") -> dict[str, np.ndarray]:
+    """`n` worlds of the registered task `name` under the training stack (`NanGuard`, `AutoReset`, `vmap`), reset
+    and stepped `steps` times with uniform random actions in one jitted program (compiled once: the reset inside
+    it), in `dtype` (float32: what training runs). Returns whether every observation (the privileged one too) and
+    reward stayed finite, and the totals of `nan_resets`, dropped contacts (`ncon_dropped`, 0 without a cap),
+    terminations (`done`) and ended episodes (done or truncated)."""
+    from hurtle import envs
+    from hurtle.envs import wrappers
+
+    with jax.enable_x64(dtype == "float64"):
+        env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make(name))), n)
+
+        def body(state, key):
+            state = env.step(state, jax.random.uniform(key, (n, *env.action_space.shape), state.obs.dtype, -1, 1))
+            finite = jnp.isfinite(state.obs).all() & jnp.isfinite(state.reward).all()
+            if state.privileged_obs is not None:
+                finite &= jnp.isfinite(state.privileged_obs).all()
+            zero = jnp.zeros((), jnp.int32)
+            counts = {
+                "nan_resets": state.metrics["nan_resets"].sum(dtype=jnp.int32),
+                "dropped": state.metrics["ncon_dropped"].sum(dtype=jnp.int32)
+                if "ncon_dropped" in state.metrics
+                else zero,
+                "done": state.done.sum(dtype=jnp.int32),
+                "ended": (state.done | state.truncation).sum(dtype=jnp.int32),
+            }
+            return state, (finite, counts)
+
+        @jax.jit
+        def run(key):
+            k_reset, k_steps = jax.random.split(key)
+            state, (finite, counts) = jax.lax.scan(body, env.reset(k_reset), jax.random.split(k_steps, steps))
+            return {"finite": finite.all(), **{k: v.sum() for k, v in counts.items()}}
+
+        return jax.device_get(run(jax.random.key(0)))

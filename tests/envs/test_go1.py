@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from hurtle import envs
-from hurtle.envs import wrappers
 from hurtle.envs.robots import go1 as G
 from tests.conftest import require_or_skip
 from tests.envs import engines
@@ -39,27 +38,14 @@ SIZES = {"go1_joystick_flat": (64, 1000), "go1_joystick_rough": (8, 200)}
 @pytest.mark.parametrize("name", list(SIZES))
 def test_64_worlds_step_1000_random_actions_without_nan(name):
     """jit and vmap over 64 worlds, random actions for 1,000 steps with resets (the rough terrain: 8 worlds, 200
-    steps): finite throughout; random actions topple some robots (the episode ends on its back); the observation
-    and privileged observation are Playground's 48 and 123 values."""
+    steps), float32 as training runs: finite throughout; random actions topple some robots (the episode ends on its
+    back); the observation and privileged observation are Playground's 48 and 123 values."""
     require_or_skip("robots")
-    n, steps = SIZES[name]
-    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make(name))), n)
+    env = envs.make(name)
     assert env.observation_space.shape == (48,) and env.privileged_observation_space.shape == (123,)
-
-    def body(carry, key):
-        state, ended = carry
-        action = jax.random.uniform(key, (n, 12), state.obs.dtype, -1.0, 1.0)
-        state = env.step(state, action)
-        finite = (
-            jnp.isfinite(state.obs).all() & jnp.isfinite(state.privileged_obs).all() & jnp.isfinite(state.reward).all()
-        )
-        return (state, ended + state.done.sum(dtype=jnp.int32)), (finite, state.metrics["nan_resets"].sum())
-
-    state = env.reset(jax.random.key(0))
-    run = jax.jit(lambda s, keys: jax.lax.scan(body, (s, jnp.zeros((), jnp.int32)), keys))
-    (state, falls), (finite, nans) = run(state, jax.random.split(jax.random.key(1), steps))
-    assert bool(finite.all()) and int(nans.sum()) == 0
-    assert int(falls) > 0, f"no robot fell under {steps} random actions"
+    out = engines.random_rollout(name, *SIZES[name])
+    assert out["finite"] and out["nan_resets"] == 0
+    assert out["done"] > 0, f"no robot fell under {SIZES[name][1]} random actions"
 
 
 def test_standing_still_under_zero_actions(flat):

@@ -17,9 +17,8 @@ import numpy as np
 import pytest
 
 from hurtle import envs
-from hurtle.envs import wrappers
 from tests.conftest import require_or_skip
-from tests.envs import envpool_rng
+from tests.envs import engines, envpool_rng
 from tests.envs import envpool_twin as twin
 
 TWIN = "MuJoCoPlayground/LeapCubeReorient-v1"
@@ -34,28 +33,16 @@ def task():
 
 
 def test_64_worlds_step_1000_random_actions_without_nan():
-    """jit and vmap, noise on, random actions with resets: finite throughout, no contact past Playground's cap of
-    30 dropped; Playground's 57 and 128 observation values and sixteen actions. 16 worlds x 200 steps: on this CPU
-    the hand's 2,788 candidate contacts (its 61 geoms) cost ~0.3 s a step of 64 worlds, so 64 x 1,000 would take
-    five minutes and more (benchmarks/NOTES.md §55)."""
+    """jit and vmap, noise on, random actions with resets, float32 as training runs: finite throughout, no contact
+    past Playground's cap of 30 dropped; Playground's 57 and 128 observation values and sixteen actions. 16 worlds x
+    200 steps: on this CPU the hand's 2,788 candidate contacts (its 61 geoms) cost ~0.3 s a step of 64 worlds, so
+    64 x 1,000 would take five minutes and more (benchmarks/NOTES.md §55)."""
     require_or_skip("robots")
-    n, steps = 16, 200
-    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make("leap_cube_reorient"))), n)
+    env = envs.make("leap_cube_reorient")
     assert env.observation_space.shape == (57,) and env.privileged_observation_space.shape == (128,)
     assert env.action_space.shape == (16,)
-
-    def body(carry, key):
-        state, drops = carry
-        state = env.step(state, jax.random.uniform(key, (n, 16), state.obs.dtype, -1.0, 1.0))
-        finite = (
-            jnp.isfinite(state.obs).all() & jnp.isfinite(state.privileged_obs).all() & jnp.isfinite(state.reward).all()
-        )
-        dropped = state.metrics["ncon_dropped"].sum()
-        return (state, drops + state.done.sum(dtype=jnp.int32)), (finite, state.metrics["nan_resets"].sum() + dropped)
-
-    run = jax.jit(lambda s, keys: jax.lax.scan(body, (s, jnp.zeros((), jnp.int32)), keys))
-    (_, drops), (finite, bad) = run(env.reset(jax.random.key(0)), jax.random.split(jax.random.key(1), steps))
-    assert bool(finite.all()) and int(bad.sum()) == 0
+    out = engines.random_rollout("leap_cube_reorient", 16, 200)
+    assert out["finite"] and out["nan_resets"] == 0 and out["dropped"] == 0
 
 
 def test_a_reached_goal_turns_away(task):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from hurtle import envs
-from hurtle.envs import wrappers
 from tests.conftest import require_or_skip
+from tests.envs import engines
 from tests.envs import envpool_twin as twin
 
 TWIN = "MuJoCoPlayground/PandaPickCube-v1"
@@ -27,24 +27,14 @@ def task():
 
 def test_64_worlds_step_1000_random_actions_without_nan():
     """jit and vmap over 64 worlds, random actions for 1,000 steps (over six episodes of 150, the time limit
-    restarting them): finite throughout; Playground's 66 observation values and eight actions."""
+    restarting them), float32 as training runs: finite throughout; Playground's 66 observation values and eight
+    actions."""
     require_or_skip("robots")
-    env = wrappers.VmapWrapper(wrappers.AutoReset(wrappers.NanGuard(envs.make("panda_pick_cube"))), 64)
+    env = envs.make("panda_pick_cube")
     assert env.observation_space.shape == (66,) and env.action_space.shape == (8,)
     assert env.privileged_observation_space is None
-
-    def body(carry, key):
-        state, ends = carry
-        state = env.step(state, jax.random.uniform(key, (64, 8), state.obs.dtype, -1.0, 1.0))
-        finite = jnp.isfinite(state.obs).all() & jnp.isfinite(state.reward).all()
-        return (state, ends + (state.done | state.truncation).sum(dtype=jnp.int32)), (
-            finite,
-            state.metrics["nan_resets"].sum(),
-        )
-
-    run = jax.jit(lambda s, keys: jax.lax.scan(body, (s, jnp.zeros((), jnp.int32)), keys))
-    (_, ends), (finite, nans) = run(env.reset(jax.random.key(0)), jax.random.split(jax.random.key(1), 1000))
-    assert bool(finite.all()) and int(nans.sum()) == 0 and int(ends) >= 6 * 64
+    out = engines.random_rollout("panda_pick_cube", 64, 1000)
+    assert out["finite"] and out["nan_resets"] == 0 and out["ended"] >= 6 * 64
 
 
 def test_reached_is_kept_and_success_is_within_two_centimetres(task):

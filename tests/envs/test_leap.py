@@ -49,7 +49,7 @@ def test_a_reached_goal_turns_away(task):
     """With the cube turned to the goal, the step is a success (+100, counted), and the goal starts turning at
     3 + U(-2, 2) rad/s per axis for two control periods (MuJoCo's mju_quatIntegrate, applied here to the mocap
     body); the next step, not a success, slows the turn by 0.8."""
-    state = task.reset(jax.random.key(4))
+    state = jax.jit(task.reset)(jax.random.key(4))
     step = jax.jit(task.step)
     reached = task.sensor(step(state, jnp.zeros(16)).physics, "cube_orientation")  # where the step turns the cube
     d = state.physics

@@ -76,6 +76,20 @@ def base_state(
     return qpos, qvel
 
 
+def starts(task, qpos, qvel=None, ctrl=None) -> list:
+    """`task.begin(task.reset_to(qpos[i], qvel[i], ctrl[i]), key(i))` for each row (None: the model's defaults),
+    through one jitted function (compiled once; eager, each reset dispatches op by op)."""
+    import jax
+    import jax.numpy as jnp
+
+    n = len(qpos)
+    start = jax.jit(lambda q, v, c, k: task.begin(task.reset_to(q, v, c), k))
+    rows = [None if x is None else jnp.asarray(np.asarray(x)) for x in (qvel, ctrl)]
+    return [
+        start(jnp.asarray(qpos[i]), *(None if x is None else x[i] for x in rows), jax.random.key(i)) for i in range(n)
+    ]
+
+
 def stack(states):
     """One batched state from a list of single ones."""
     import jax

@@ -104,16 +104,16 @@ def test_equals_envpools_twin():
 
     p0 = pool()
     obs, info = p0.reset()
-    start = []
-    for i in range(n):
-        p = obs["privileged_state"][i]
-        qpos, qvel = twin.base_state(
+    qpos, qvel = [], []
+    for p in obs["privileged_state"]:
+        q, v = twin.base_state(
             task.mj, task.home_qpos, task.default_pose + p[67:79], p[79:91], "imu", gyro=p[52:55],
             world_angvel=p[64:67], local_linvel=p[61:64],
         )  # fmt: skip
-        qpos[2] = p[91]
-        s = task.begin(task.reset_to(jnp.asarray(qpos), jnp.asarray(qvel)), jax.random.key(i))
-        start.append(twin.with_info(s, phase_dt=phase_dt[i]))
+        q[2] = p[91]
+        qpos.append(q)
+        qvel.append(v)
+    start = [twin.with_info(s, phase_dt=phase_dt[i]) for i, s in enumerate(twin.starts(task, qpos, qvel))]
 
     def follow(state, info):
         return twin.with_info(state, command=info["command"])

@@ -139,14 +139,14 @@ def test_equals_envpools_twin(flat):
     n, steps = 4, 100
     pool = _envpool_go1(envpool, n, noise_level=0.0)
     obs, info = pool.reset()
-    mj, start = flat.mj, []
-    for i in range(n):
-        p = obs["privileged_state"][i]
-        qpos, qvel = twin.base_state(
-            mj, flat.home_qpos, flat.default_pose + p[63:75], p[75:87], "imu", gyro=p[48:51], world_angvel=p[60:63],
-            local_linvel=p[57:60],
-        )  # fmt: skip
-        start.append(flat.begin(flat.reset_to(jnp.asarray(qpos), jnp.asarray(qvel)), jax.random.key(i)))
+    rows = [
+        twin.base_state(
+            flat.mj, flat.home_qpos, flat.default_pose + p[63:75], p[75:87], "imu", gyro=p[48:51],
+            world_angvel=p[60:63], local_linvel=p[57:60],
+        )
+        for p in obs["privileged_state"]
+    ]  # fmt: skip
+    start = twin.starts(flat, [q for q, _ in rows], [v for _, v in rows])
 
     def follow(state, info):
         return twin.with_info(state, command=info["command"], steps_until_next_cmd=info["steps_until_next_cmd"])

@@ -100,18 +100,21 @@ def test_mujoco_c_replays_the_task(task):
 def _envpool_reset_states(task, seed: int, n: int):
     """hurtle's states at EnvPool's resets of environments 0..n-1 (its draws replayed)."""
     low, high = task.ctrl_low, task.ctrl_high
-    states = []
-    for i in range(n):
-        r = envpool_rng.leap_reset(envpool_rng.StdRandom(seed + i), task.default_pose, low, high)
-        qpos = task.home_qpos.copy()
-        qpos[task.hand_qpos] = r["hand"]
-        qpos[task.cube_qpos : task.cube_qpos + 3] = r["cube_pos"]
-        qpos[task.cube_qpos + 3 : task.cube_qpos + 7] = r["cube_quat"]
-        s = task.begin(task.reset_to(jnp.asarray(qpos), ctrl=jnp.asarray(r["hand"])), jax.random.key(i))
-        d = s.physics.replace(mocap_quat=s.physics.mocap_quat.at[task.goal].set(jnp.asarray(r["goal"])))
+    draws = [envpool_rng.leap_reset(envpool_rng.StdRandom(seed + i), task.default_pose, low, high) for i in range(n)]
+    qpos = np.tile(task.home_qpos, (n, 1))
+    for q, r in zip(qpos, draws):
+        q[task.hand_qpos] = r["hand"]
+        q[task.cube_qpos : task.cube_qpos + 3] = r["cube_pos"]
+        q[task.cube_qpos + 3 : task.cube_qpos + 7] = r["cube_quat"]
+
+    @jax.jit
+    def with_goal(s, goal):
+        d = s.physics.replace(mocap_quat=s.physics.mocap_quat.at[task.goal].set(goal))
         obs, privileged, _ = task._observe(d, s.info)
-        states.append(s.replace(physics=d, obs=obs, privileged_obs=privileged))
-    return states
+        return s.replace(physics=d, obs=obs, privileged_obs=privileged)
+
+    starts = twin.starts(task, qpos, ctrl=[r["hand"] for r in draws])
+    return [with_goal(s, r["goal"]) for s, r in zip(starts, draws)]
 
 
 @pytest.mark.parametrize("seed", [0, 7])

@@ -106,15 +106,14 @@ def test_equals_envpools_twin(task):
     n = 4
     pool = envpool.make(TWIN, env_type="gymnasium", num_envs=n, seed=0)
     obs, info = pool.reset()
-    start = []
-    for i in range(n):
-        o = obs[i]
-        s = task.reset_to(jnp.asarray(o[:16]), jnp.asarray(o[16:31]), jnp.asarray(task.home_ctrl))
-        s = task.begin(s, jax.random.key(i))
-        d = s.physics
-        target = jnp.asarray(o[49:52] + o[9:12])  # the target from the cube, the cube's position
-        d = d.replace(mocap_pos=d.mocap_pos.at[task.target].set(target))
-        start.append(s.replace(physics=d, obs=task.observation(d)))
-    state = twin.stack(start)
+
+    @jax.jit
+    def at_target(s, target):
+        d = s.physics.replace(mocap_pos=s.physics.mocap_pos.at[task.target].set(target))
+        return s.replace(physics=d, obs=task.observation(d))
+
+    starts = twin.starts(task, obs[:, :16], obs[:, 16:31], np.tile(task.home_ctrl, (n, 1)))
+    # the target from the cube: the cube's position plus its offset to the target
+    state = twin.stack([at_target(s, o[49:52] + o[9:12]) for s, o in zip(starts, obs)])
     np.testing.assert_allclose(state.obs, obs, atol=1e-9)
     assert twin.compare(task, pool, state, info, 150, 1.0, raw_terms=True) == 150 * n

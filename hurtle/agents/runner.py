@@ -308,9 +308,10 @@ def rollout(
 
 def eval_columns(algo: Algorithm, config: Any) -> tuple[str, ...]:
     """The names `eval_metrics` logs for `algo`'s runs of `config` (known before the first evaluation, for a
-    metrics table's columns): return and length, and, with the runner's evaluation, the task's measures."""
+    metrics table's columns): return and length, and the task's measures where hurtle's task is evaluated (the
+    runner's evaluation, or Sebulba's on MuJoCo C)."""
     names = ["eval/episode_return", "eval/episode_return_std", "eval/episode_length"]
-    if algo.make_evaluate is None:
+    if algo.make_evaluate is None or getattr(config, "env_backend", None) == "mujoco":
         state = jax.eval_shape(make_env(config).reset, jax.random.key(0))
         names += [f"eval/{k}" for k in sorted(state.metrics) if not k.startswith("episode/")]
     return tuple(names)

@@ -69,7 +69,8 @@ def make_evaluate(
 ) -> Callable[[Any, jax.Array], dict[str, np.ndarray]]:
     """`evaluate(policy, key)`: one episode of the deterministic `act(policy, obs)` on each of `num_episodes`
     (default `config.num_eval_envs`) MuJoCo C environments of `config` (`make_host_env`), the policy on the host
-    CPU; per-episode `episode_return` and `episode_length`. A config with no MuJoCo C version is refused here."""
+    CPU; per-episode `episode_return`, `episode_length` and the task's measures (`run_episodes`). A config with no
+    MuJoCo C version is refused here."""
     n = num_episodes or config.num_eval_envs
     build = _host_env_builder(config)
     cpu = jax.local_devices(backend="cpu")[0]

@@ -115,19 +115,30 @@ class EpisodeCounter:
 def run_episodes(env: HostEnv, act, seed: int, max_steps: int) -> dict[str, np.ndarray]:
     """One episode in each of `env`'s environments from `seed`, the actions `act(obs)` of the batch's
     observations, each to its end or the time limit (`env.episode_limit`, else `max_steps` steps): per-episode
-    `episode_return` (float64 sums) and `episode_length`."""
+    `episode_return` (float64 sums) and `episode_length`, and the task's measures under "metrics" as the runner's
+    evaluation gives them on the device: each reward term `reward/*` summed over the episode, every other metric
+    (a task's success measures: `success`, `tracking/lin_vel_error`, ...) as it stood on the episode's last step."""
     n = env.num_envs
     obs = env.reset(seed)
     ret, length, alive = np.zeros(n), np.zeros(n), np.ones(n, bool)
+    measured: dict[str, np.ndarray] = {}
     for _ in range(env.episode_limit or max_steps):
         step = env.step(np.asarray(act(obs)))
         ret += np.where(alive, step.reward, 0)
         length += alive
+        for key, value in step.metrics.items():
+            if key.startswith("episode/") or key == "nan_resets":
+                continue  # the counter's own, reported above
+            value = np.asarray(value, np.float64)
+            if key.startswith("reward/"):
+                measured[key] = measured.get(key, np.zeros(n)) + np.where(alive, value, 0)
+            else:
+                measured[key] = np.where(alive, value, measured.get(key, value))
         alive &= ~step.ended
         obs = step.obs
         if not alive.any():
             break
-    return {"episode_return": ret, "episode_length": length}
+    return {"episode_return": ret, "episode_length": length, "metrics": measured}
 
 
 def guard_nonfinite(obs, reward, terminated, *more: np.ndarray, bad: np.ndarray | None = None):

@@ -14,6 +14,7 @@ import pytest
 from hurtle.agents import runner
 from hurtle.envs.base import Box
 from hurtle.hostenvs import GymnasiumEnv, HostEnv
+from hurtle.hostenvs.base import HostStep, run_episodes
 from hurtle.podracer.sebulba import ActorError
 
 IMPALA = runner.algorithm("impala")
@@ -320,3 +321,40 @@ def test_asymmetric_critic_learns_from_the_privileged_observations(algo, monkeyp
     )
     assert all(np.isfinite(m["loss/total"]) for m in history)
     assert not _actor_threads()
+
+
+class _Scripted(HostEnv):
+    """Two environments whose episodes end after 3 and 5 steps (then restart), with a reward term `reward/a` of 1
+    and a measure `score` equal to the step's index in its episode."""
+
+    num_envs, name, episode_limit = 2, "scripted", None
+    observation_space = Box(-np.inf, np.inf, (1,), np.float64)
+    action_space = Box(-1.0, 1.0, (1,), np.float64)
+    ends = np.array([3, 5])
+
+    def reset(self, seed):
+        self.t = np.zeros(2, int)
+        return np.zeros((2, 1))
+
+    def step(self, action):
+        self.t += 1
+        ended = self.t >= self.ends
+        metrics = {"reward/a": np.ones(2), "score": self.t.astype(float), "episode/return": np.zeros(2)}
+        self.t = np.where(ended, 0, self.t)
+        zeros = np.zeros((2, 1))
+        return HostStep(zeros, np.full(2, 2.0), ended, np.zeros(2, bool), zeros, {**metrics, "nan_resets": np.zeros(2)})
+
+    def close(self):
+        pass
+
+
+def test_host_evaluation_reports_the_tasks_measures_as_the_device_evaluation_does():
+    """`run_episodes` (Sebulba's and `hurtle eval --engine mujoco`'s evaluation): each episode's reward terms
+    summed over its own steps and every other measure as on its last step, unaffected by the steps of episodes
+    that start after it ended; the wrapper's own counts left out."""
+    out = run_episodes(_Scripted(), lambda obs: np.zeros((2, 1)), seed=0, max_steps=10)
+    np.testing.assert_array_equal(out["episode_length"], [3, 5])
+    np.testing.assert_array_equal(out["episode_return"], [6.0, 10.0])
+    np.testing.assert_array_equal(out["metrics"]["reward/a"], [3.0, 5.0])
+    np.testing.assert_array_equal(out["metrics"]["score"], [3.0, 5.0])
+    assert set(out["metrics"]) == {"reward/a", "score"}

@@ -151,7 +151,7 @@ def make_actor(config: Config) -> runner.Actor:
 def make_evaluate(config: Config, act: Callable, num_episodes: int | None = None) -> Callable:
     """`evaluate(policy, key)`: one episode on each of `num_episodes` host environments of the run's backend
     with the deterministic `act` (to the environment's time limit, or `config.episode_length` steps where it
-    has none); per-episode returns and lengths."""
+    has none); per-episode returns, lengths and the task's measures (`run_episodes`)."""
     n = num_episodes or config.num_eval_envs
     cpu = jax.local_devices(backend="cpu")[0]
     jitted = jax.jit(act)

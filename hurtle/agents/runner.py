@@ -49,6 +49,7 @@ ALGORITHMS: dict[str, dict[str, str]] = {
     "anakin": {
         "ppo": "hurtle.agents.ppo:ALGORITHM",
         "sac": "hurtle.agents.sac:ALGORITHM",
+        "fasttd3": "hurtle.agents.fasttd3:ALGORITHM",
         "es": "hurtle.agents.es:ALGORITHM",
         "ars": "hurtle.agents.ars:ALGORITHM",
         "apg": "hurtle.agents.apg:ALGORITHM",

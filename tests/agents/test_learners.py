@@ -71,6 +71,12 @@ def test_sac_learns_pendulum():
 
 
 @pytest.mark.slow
+def test_fasttd3_learns_pendulum():
+    evals = _learn("fasttd3", "pendulum")  # 40k env steps; measured: -132 at 20k, -119 at 40k (seed 0)
+    assert np.median(evals[-3:]) >= -250, evals
+
+
+@pytest.mark.slow
 def test_ars_balances_the_inverted_pendulum():
     evals = _learn("ars", "inverted_pendulum", num_timesteps=40_000)
     assert max(evals) == 1000.0, evals  # the time limit

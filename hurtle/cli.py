@@ -67,7 +67,7 @@ def train_args(config_cls: type, arch: str = "anakin") -> type:
         "algo": "The learning algorithm (default: auto's choice for ENV; its preset for ENV gives the defaults shown).",
         "arch": "The Podracer architecture: auto (the fastest measured for ENV on this machine's devices, "
         "hurtle/agents/defaults.py; printed at the start), anakin (environments and learner compiled together on the "
-        "device: ppo, sac, es, ars, apg, shac) or sebulba (host environments on actor threads, MuJoCo C or Gymnasium: "
+        "device: ppo, sac, fasttd3, es, ars, apg, shac) or sebulba (host environments on actor threads, MuJoCo C, Gymnasium or EnvPool: "
         "ppo, impala). With --resume, the run's own.",
         "run_dir": "The run directory (default: runs/<env>-<algo>-<YYYYmmdd-HHMMSS>); it must be new or empty "
         "unless --resume.",

@@ -55,9 +55,9 @@ class OffPolicyConfig(RunConfig):
         """Steps of every environment with random actions before learning: `min_replay_size / num_envs`, up."""
         return -(-self.min_replay_size // self.num_envs)
 
-    def validate_replay(self) -> None:
-        """Raise ValueError naming the first shared field at fault."""
-        self.validate_run()
+    def validate_replay(self, check_env: bool = True) -> None:
+        """Raise ValueError naming the first shared field at fault (`check_env`: `env` must be registered)."""
+        self.validate_run(check_env)
         check_positive(self, "num_envs", "steps_per_iteration", "batch_size", "grad_updates_per_step")
         check_positive(self, "max_replay_size", "learning_rate", "reward_scaling")
         check_positive(self, "min_replay_size", strict=False)

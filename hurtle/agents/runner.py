@@ -58,6 +58,7 @@ ALGORITHMS: dict[str, dict[str, str]] = {
     "sebulba": {
         "impala": "hurtle.agents.impala:ALGORITHM",
         "ppo": "hurtle.agents.impala:PPO",
+        "fasttd3": "hurtle.agents.fasttd3:SEBULBA",
     },
 }
 ARCHITECTURES = tuple(ALGORITHMS)

@@ -64,6 +64,10 @@ class Config(OffPolicyConfig):
     def validate(self) -> Config:
         """Raise ValueError naming the first field at fault; return self when all is well."""
         self.validate_replay()
+        return self.validate_fasttd3()
+
+    def validate_fasttd3(self) -> Config:
+        """FastTD3's own fields (`validate` checks the shared ones first)."""
         check_positive(self, "policy_frequency", "num_atoms")
         check_positive(self, "weight_decay", "max_grad_norm", "target_noise", "target_noise_clip", strict=False)
         check_positive(self, "noise_std_min", "noise_std_max", strict=False)

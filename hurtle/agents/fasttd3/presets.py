@@ -31,4 +31,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "pendulum": _cpu(40_000, reward_scaling=0.01, v_min=-20.0, v_max=0.0, steps_per_iteration=125),
 }
 
-__all__ = ["PRESETS"]
+# Sebulba (`--arch sebulba --algo fasttd3`): the SebulbaConfig defaults are sized for a 2-core CPU
+SEBULBA_PRESETS: dict[str, dict[str, Any]] = {
+    # Gymnasium's pendulum through its vector environment: returns in [-1,650, 0], as hurtle's pendulum
+    "Pendulum-v1": dict(
+        env_backend="gymnasium", num_envs=8, unroll_length=16, actor_threads=1, num_timesteps=40_000,
+        reward_scaling=0.01, v_min=-20.0, v_max=0.0, min_replay_size=2048, eval_every=50, num_eval_envs=10,
+        checkpoint_every=50,
+    ),
+}  # fmt: skip
+
+__all__ = ["PRESETS", "SEBULBA_PRESETS"]

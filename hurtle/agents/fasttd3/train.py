@@ -102,20 +102,24 @@ class Networks:
 
 def make_networks(config: Config, env: Env) -> Networks:
     """The actor and twin critics for `env` (a Box action space with finite bounds) and the optimiser."""
-    space = env.action_space
+    return networks_for(config, env.observation_space, env.action_space, env.privileged_observation_space)
+
+
+def networks_for(config: Config, obs_space: Box, space: Any, privileged: Box | None) -> Networks:
+    """`make_networks` from the spaces themselves (Sebulba's host environments give them)."""
     if not isinstance(space, Box) or not (np.isfinite(space.low).all() and np.isfinite(space.high).all()):
         raise ValueError(
             f"Config.env: FastTD3 needs a bounded continuous (Box) action space; {config.env!r} has {space}"
         )
     dtype = float_dtype()
-    critic = env.privileged_observation_space if config.asymmetric_critic else None
+    critic = privileged if config.asymmetric_critic else None
     clip = [optax.clip_by_global_norm(config.max_grad_norm)] if config.max_grad_norm > 0 else []
     return Networks(
         policy_module=MLP(tuple(config.policy_hidden_sizes), int(space.shape[0]), nn.relu, dtype),
         q_module=MLP(tuple(config.q_hidden_sizes), config.num_atoms, nn.relu, dtype),
         optimizer=optax.chain(*clip, optax.adamw(config.learning_rate, weight_decay=config.weight_decay)),
         atoms=losses.support(config.v_min, config.v_max, config.num_atoms, dtype),
-        obs_size=int(np.prod(env.observation_space.shape)),
+        obs_size=int(np.prod(obs_space.shape)),
         action_size=int(space.shape[0]),
         low=np.asarray(space.low),
         high=np.asarray(space.high),
@@ -392,6 +396,7 @@ __all__ = [
     "make_networks",
     "make_prefill",
     "make_training_env",
+    "networks_for",
     "policy_of",
     "train",
     "training_step",

@@ -11,11 +11,11 @@ from hurtle.extras import require
 
 
 @dataclasses.dataclass(frozen=True)
-class Config(RunConfig):
-    """Sebulba: host environments on actor threads, the learner on its own devices (beside `RunConfig`'s
-    fields). `env` is a registered task (`env_backend="mujoco"`), a Gymnasium id (`"gymnasium"`) or an
-    EnvPool id (`"envpool"`). A Gymnasium or EnvPool environment keeps its own time limit (`episode_length`
-    applies only to a Gymnasium id without one)."""
+class HostConfig(RunConfig):
+    """Sebulba's host side, shared by its learners: host environments on actor threads, the learner on its own
+    devices (beside `RunConfig`'s fields). `env` is a registered task (`env_backend="mujoco"`), a Gymnasium id
+    (`"gymnasium"`) or an EnvPool id (`"envpool"`). A Gymnasium or EnvPool environment keeps its own time limit
+    (`episode_length` applies only to a Gymnasium id without one)."""
 
     env_backend: Literal["mujoco", "gymnasium", "envpool"] = "mujoco"
     """Where the environments run: hurtle's physics task on MuJoCo C, a Gymnasium environment by id, or an
@@ -43,6 +43,26 @@ class Config(RunConfig):
     learner_devices: tuple[int, ...] = ()
     """Indices of the learner devices (default: every device but the actors', or the actors' when there is
     only one)."""
+
+    def validate_host(self) -> None:
+        """Raise ValueError naming the first host field at fault."""
+        self.validate_run(check_env=self.env_backend == "mujoco")
+        check_positive(self, "num_envs", "unroll_length", "actor_threads", "queue_size")
+        check_positive(self, "env_threads", strict=False)
+        if self.env_options:
+            raise ValueError("Config.env_options: Sebulba's host environments take no task options (use --arch anakin)")
+        if self.env_backend != "mujoco" and self.nconmax is not None:
+            raise ValueError(
+                f"Config.nconmax applies to hurtle's physics; {self.env_backend} environments have no contact cap"
+            )
+        if self.env_backend == "envpool":
+            require("envpool", "Config.env_backend envpool")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config(HostConfig):
+    """IMPALA and PPO on Sebulba (beside the host fields of `HostConfig`)."""
+
     loss: Literal["vtrace", "ppo"] = "vtrace"
     """IMPALA's V-trace actor-critic (one step per batch), or PPO's clipped surrogate with GAE (epochs of
     minibatches per batch)."""
@@ -87,21 +107,12 @@ class Config(RunConfig):
 
     def validate(self) -> Config:
         """Raise ValueError naming the first field at fault; return self when all is well."""
-        self.validate_run(check_env=self.env_backend == "mujoco")
-        check_positive(self, "num_envs", "unroll_length", "actor_threads", "queue_size", "num_epochs")
-        check_positive(self, "num_minibatches", "learning_rate", "clip_rho", "clip_pg_rho", "clip_epsilon")
-        check_positive(self, "max_grad_norm", "reward_scaling")
-        check_positive(self, "entropy_cost", "value_cost", "env_threads", strict=False)
+        self.validate_host()
+        check_positive(self, "num_epochs", "num_minibatches", "learning_rate", "clip_rho", "clip_pg_rho")
+        check_positive(self, "clip_epsilon", "max_grad_norm", "reward_scaling")
+        check_positive(self, "entropy_cost", "value_cost", strict=False)
         check_unit(self, "discount", "vtrace_lambda", "gae_lambda")
         check_widths(self, "policy_hidden_sizes", "value_hidden_sizes")
-        if self.env_options:
-            raise ValueError("Config.env_options: Sebulba's host environments take no task options (use --arch anakin)")
-        if self.env_backend != "mujoco" and self.nconmax is not None:
-            raise ValueError(
-                f"Config.nconmax applies to hurtle's physics; {self.env_backend} environments have no contact cap"
-            )
-        if self.env_backend == "envpool":
-            require("envpool", "Config.env_backend envpool")
         return self
 
 
@@ -114,4 +125,4 @@ class PPOConfig(Config):
     minibatches per batch)."""
 
 
-__all__ = ["Config", "PPOConfig"]
+__all__ = ["Config", "HostConfig", "PPOConfig"]

@@ -111,7 +111,9 @@ def test_algorithm_validate_names_the_field(name, changes, message):
 def test_unknown_algorithm_and_unsplittable_population_are_named():
     import types
 
-    with pytest.raises(ValueError, match=r"unknown anakin algorithm 'nope'; known: ppo, sac, fasttd3, es, ars, apg, shac"):
+    with pytest.raises(
+        ValueError, match=r"unknown anakin algorithm 'nope'; known: ppo, sac, fasttd3, es, ars, apg, shac"
+    ):
         runner.algorithm("nope")
     with pytest.raises(ValueError, match=r"unknown sebulba algorithm 'sac'; known: impala, ppo"):
         runner.algorithm("sac", "sebulba")

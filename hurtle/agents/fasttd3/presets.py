@@ -41,4 +41,28 @@ SEBULBA_PRESETS: dict[str, dict[str, Any]] = {
     ),
 }  # fmt: skip
 
+
+def _playground(**changes: Any) -> dict[str, Any]:
+    """MuJoCo Playground's robot tasks on MuJoCo C, a 2-core CPU: two actor threads of 16 environments (one MuJoCo
+    C thread each), 16-step trajectories (512 transitions, then 32 updates of 256: each transition drawn 16 times
+    on average); FastTD3's Playground settings otherwise (discount 0.97, atoms over [-10, 10]: these tasks' rewards
+    are the terms times the control timestep); an hour's budget, evaluated every ~100k steps."""
+    fields = dict(
+        num_envs=16, actor_threads=2, env_threads=1, unroll_length=16, discount=0.97, v_min=-10.0, v_max=10.0,
+        num_timesteps=10_000_000, eval_every=200, num_eval_envs=10, checkpoint_every=200,
+    )  # fmt: skip
+    return {**fields, **changes}
+
+
+SEBULBA_PRESETS.update(
+    {
+        "go1_joystick_flat": _playground(),
+        "go1_joystick_rough": _playground(),
+        "berkeley_humanoid_joystick_flat": _playground(),
+        # untuned beyond the return's range: the hand's goal bonus, the arm's undiscounted terms (0 to ~10 a step)
+        "leap_cube_reorient": _playground(discount=0.99),
+        "panda_pick_cube": _playground(reward_scaling=0.1, v_min=-10.0, v_max=50.0),
+    }
+)
+
 __all__ = ["PRESETS", "SEBULBA_PRESETS"]

@@ -643,11 +643,8 @@ def evaluate(argv: list[str]) -> None:
     if args.engine == "hurtle":
         out = jax.device_get(algo.evaluator(config, actor.act, num_episodes=args.episodes)(policy, key))
         print(f"{head}: {_returns(out)}")
-        measures = {
-            k: np.asarray(v, np.float64) for k, v in out.get("metrics", {}).items() if not k.startswith("episode/")
-        }
-        if measures:  # the task's own: success measures at the episodes' ends, reward terms summed over them
-            print("  " + ", ".join(f"{k} {v.mean():.3g} ± {v.std():.2g}" for k, v in sorted(measures.items())))
+        if _measures(out):
+            print(f"  {_measures(out)}")
         return
     from hurtle.agents import runner, sim2sim
 
@@ -661,13 +658,22 @@ def evaluate(argv: list[str]) -> None:
     here = "hurtle's physics"
     width = max(len(where), len(here))
     print(f"{head}:")
-    print(f"  {here:<{width}}  {_returns(ours)}")
-    print(f"  {where:<{width}}  {_returns(theirs)}")
+    for name, out in ((here, ours), (where, theirs)):
+        print(f"  {name:<{width}}  {_returns(out)}")
+        if _measures(out):
+            print(f"  {'':<{width}}  {_measures(out)}")
     a, b = float(np.mean(ours["episode_return"])), float(np.mean(theirs["episode_return"]))
     if a > 0:
         print(f"  MuJoCo C / hurtle mean return: {b / a:.3f}")
     else:  # a ratio of negative returns reads backwards
         print(f"  MuJoCo C - hurtle mean return: {b - a:+.2f} (a ratio needs a positive return)")
+
+
+def _measures(out: dict[str, Any]) -> str:
+    """The task's own measures of an evaluation in one line (success measures at the episodes' ends, reward terms
+    summed over them), empty where it has none."""
+    measures = {k: np.asarray(v, np.float64) for k, v in out.get("metrics", {}).items() if not k.startswith("episode/")}
+    return ", ".join(f"{k} {v.mean():.3g} ± {v.std():.2g}" for k, v in sorted(measures.items()))
 
 
 def _returns(out: dict[str, Any]) -> str:

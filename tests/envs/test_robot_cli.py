@@ -40,7 +40,7 @@ def test_each_task_has_presets_and_an_auto_row(name):
         ("go1_joystick_flat", "anakin", ["--domain-randomization"], "eval/tracking/lin_vel_error"),
     ],
 )
-def test_train_writes_a_run_dir_with_the_tasks_measures(tmp_path, name, arch, extra, measure):
+def test_train_writes_a_run_dir_with_the_tasks_measures(tmp_path, capsys, name, arch, extra, measure):
     """Either architecture from the CLI with the task's preset (sizes shrunk): the run directory, its config (the
     preset's discount kept), and the evaluation's row with the task's success measure (Sebulba's evaluated on
     MuJoCo C); Go1 with domain randomisation."""
@@ -53,3 +53,7 @@ def test_train_writes_a_run_dir_with_the_tasks_measures(tmp_path, name, arch, ex
     with open(run_dir / "metrics.csv", newline="") as f:
         rows = list(csv.reader(f))
     assert measure in rows[0] and rows[-1][rows[0].index(measure)] != ""
+    if arch == "sebulba":  # `hurtle eval` of a MuJoCo C run prints the task's measures beside the returns
+        capsys.readouterr()
+        cli.main(["eval", str(run_dir), "--episodes", "2"])
+        assert f"{measure.removeprefix('eval/')} " in capsys.readouterr().out

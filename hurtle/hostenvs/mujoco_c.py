@@ -97,7 +97,7 @@ class MujocoEnv(HostEnv):
         self.episode_limit = episode_length
         self._cpu = jax.local_devices(backend="cpu")[0]
         with jax.default_device(self._cpu):
-            self._build(task, nthread)
+            self._build(task, nthread, simple=randomize_key is None)
         if randomize_key is not None:
             self._randomize(randomize_key)
         self._state_fields = {n: self.batch.bind(n) for n in ("qpos", "qvel", "ctrl", *self._written)}
@@ -107,7 +107,12 @@ class MujocoEnv(HostEnv):
         self._warnings = self._unstable_counts()
 
     def _randomize(self, key: jax.Array) -> None:
-        """Each simulation's model fields set to its variant of `task.randomize` (the fields that vary)."""
+        """Each simulation's model fields set to its variant of `task.randomize` (the fields that vary).
+
+        Derived constants stay as compiled (as on hurtle's physics and in Playground). MuJoCo's shortcut for
+        "simple" bodies (a free body whose frame is its inertial frame: its mass-matrix entries copied from the
+        compiled `dof_M0`, its coupling terms taken as zero) is off in a randomised batch (`_build`), so that MuJoCo
+        computes every body's matrix from the variant's mass, inertia and centre of mass as hurtle does."""
         task = self.task
         if task.randomize is None:
             raise ValueError(f"{self.name}: the task has no domain randomisation (no randomize)")
@@ -130,7 +135,7 @@ class MujocoEnv(HostEnv):
     def _unstable_counts(self) -> np.ndarray:
         return self.batch.warning[:, _UNSTABLE, 1].sum(axis=1)
 
-    def _build(self, task: PhysicsEnv, nthread: int) -> None:
+    def _build(self, task: PhysicsEnv, nthread: int, simple: bool = True) -> None:
         template = hp.make_data(task.model)
         action = jnp.zeros(task.action_space.shape, task.dtype)
         key = jax.random.PRNGKey(0)
@@ -172,6 +177,9 @@ class MujocoEnv(HostEnv):
         self._before_names = sorted(before_f | control_f | push_f | set(self._written))
         self._after_names = sorted(after_f | start_f | set(self._before_names) | {"qpos", "qvel"})
         self.mj_model = task.compile_mujoco()
+        if not simple:  # see `_randomize`: every body's mass matrix computed, none copied from dof_M0
+            self.mj_model.body_simple[:] = 0
+            self.mj_model.dof_simplenum[:] = 0
         # fields of mj_rnePostConstraint: run per simulation on a copy of its MjData (a persistent batch
         # keeps each one), ~6 us per environment step against ant's ~250 us of stepping
         self._post = [name for name in self._after_names if name in _POST_CONSTRAINT]

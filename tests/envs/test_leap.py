@@ -97,6 +97,25 @@ def test_mujoco_c_replays_the_task(task):
     host.close()
 
 
+def test_domain_randomization_on_both_engines(task):
+    """Playground's LEAP randomisation: fingertip friction in [0.5, 1], servo gains within 20% (bias following),
+    the cube's centre of mass within 5 mm and its inertia within 20%; `MujocoEnv` given the same key holds the same
+    variants, and both engines step them alike (MuJoCo reads a free body's mass matrix from `dof_M0`: without the
+    variant's own, written by `MujocoEnv`, the cube's randomised inertia moved MuJoCo's qacc by 3 from hurtle's)."""
+    n, key = 2, jax.random.key(6)
+    models = jax.vmap(task.randomize, in_axes=(None, 0))(task.model, jax.random.split(key, n))
+    tip = task.mj.geom("th_tip").id
+    assert ((models.geom_friction[:, tip, 0] >= 0.5) & (models.geom_friction[:, tip, 0] <= 1.0)).all()
+    gain = np.asarray(models.actuator_gainprm[:, :, 0] / task.model.actuator_gainprm[:, 0])
+    assert ((gain >= 0.8) & (gain <= 1.2)).all() and gain.std() > 0.02
+    np.testing.assert_array_equal(models.actuator_biasprm[:, :, 1], -models.actuator_gainprm[:, :, 0])
+    cube = np.asarray(models.body_ipos[:, task.cube_body] - task.model.body_ipos[task.cube_body])
+    assert (np.abs(cube) <= 0.005).all()
+    inertia = np.asarray(models.body_inertia[:, task.cube_body] / task.model.body_inertia[task.cube_body])
+    assert ((inertia >= 0.8) & (inertia <= 1.2)).all() and np.abs(inertia - 1).max() > 0.02
+    engines.randomized_engines_agree(task, key, n)
+
+
 def _envpool_reset_states(task, seed: int, n: int):
     """hurtle's states at EnvPool's resets of environments 0..n-1 (its draws replayed)."""
     low, high = task.ctrl_low, task.ctrl_high

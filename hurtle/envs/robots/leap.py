@@ -131,6 +131,38 @@ class LeapCubeReorient(PlaygroundTask):
         # MuJoCo C's per-island solve stops elsewhere under the scene's 5-iteration cap (docs/architecture.md)
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
 
+    def randomize(self, model: hp.Model, key: jax.Array) -> hp.Model:
+        """One randomised variant of the task's model, as Playground's LEAP randomisation makes it
+        (`leap_hand/reorient.py`, `domain_randomize`): the fingertips' sliding friction U(0.5, 1) (one draw for the
+        four), the cube's inertia times U(0.8, 1.2) and its centre of mass moved by U(-5, 5) mm per axis, the
+        fingers' reference positions offset by U(-0.05, 0.05) rad, their friction loss times U(0.5, 2), armature
+        times U(1, 1.05) and damping times U(0.8, 1.2), the hand's link masses times U(0.9, 1.1), the servos' gains
+        times U(0.8, 1.2) (bias with them). Derived constants are not recomputed (nor are they in Playground; on MuJoCo C,
+        `MujocoEnv` writes the cube's variant mass-matrix constant `dof_M0`, which MuJoCo reads for a free body)."""
+        k = jax.random.split(key, 10)
+        dt = model.body_mass.dtype
+        dof, nu = jnp.asarray(self.hand_dof), self.model.nu
+
+        def u(k, shape, lo, hi):
+            return jax.random.uniform(k, shape, dt, lo, hi)
+
+        tips = np.array([self.mj.geom(f"{t}_tip").id for t in TIPS])
+        links = np.array([b for b in range(1, self.mj.nbody) if b not in (self.cube_body, self.mj.body("goal").id)])
+        gain = u(k[0], (nu,), 0.8, 1.2)
+        kp = model.actuator_gainprm[:, 0] * gain
+        return model.replace(
+            geom_friction=model.geom_friction.at[tips, 0].set(u(k[1], (), 0.5, 1.0)),
+            body_inertia=model.body_inertia.at[self.cube_body].multiply(u(k[2], (), 0.8, 1.2)),
+            body_ipos=model.body_ipos.at[self.cube_body].add(u(k[3], (3,), -0.005, 0.005)),
+            qpos0=model.qpos0.at[jnp.asarray(self.hand_qpos)].add(u(k[4], (16,), -0.05, 0.05)),
+            dof_frictionloss=model.dof_frictionloss.at[dof].multiply(u(k[5], (16,), 0.5, 2.0)),
+            dof_armature=model.dof_armature.at[dof].multiply(u(k[6], (16,), 1.0, 1.05)),
+            dof_damping=model.dof_damping.at[dof].multiply(u(k[7], (16,), 0.8, 1.2)),
+            body_mass=model.body_mass.at[links].multiply(u(k[8], (len(links),), 0.9, 1.1)),
+            actuator_gainprm=model.actuator_gainprm.at[:, 0].set(kp),
+            actuator_biasprm=model.actuator_biasprm.at[:, 1].set(-kp),
+        )
+
     # -- reset --
 
     def reset_state(self, key: jax.Array):

@@ -215,7 +215,7 @@ def make_learner(config: SebulbaConfig, mesh=None) -> runner.Learner:
         sebulba.publish(actor_policy(state), version(state))
         episodes = float(tr.episodes.sum())
         metrics = {
-            **{k: v for k, v in metrics.items() if v == v},  # not yet learning: no loss to report
+            **metrics,  # NaN until learning starts: the first row fixes metrics.csv's columns
             **stats,
             "train/episode_return": float(tr.episode_return.sum()) / max(episodes, 1.0),
             "train/episodes": episodes,

@@ -390,6 +390,8 @@ def test_fasttd3_resumes_on_host_environments_with_its_replay_buffer(tmp_path, c
     header, rows = read_metrics(run)
     sizes = [float(r[header.index("replay/size")]) for r in rows]
     assert sizes == [32.0 * (i + 1) for i in range(6)]  # the buffer restored: it goes on filling after the resume
+    losses = [float(r[header.index("loss/critic")]) for r in rows]  # logged from the first row: NaN until learning
+    assert np.isnan(losses[0]) and np.isfinite(losses[-1])
     main(["eval", run, "--episodes", "2"])
     assert "hurtle eval: Pendulum-v1 (fasttd3), checkpoint at 192 env steps, 2 episodes" in capsys.readouterr().out
     assert not _actor_threads()

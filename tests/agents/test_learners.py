@@ -72,8 +72,11 @@ def test_sac_learns_pendulum():
 
 @pytest.mark.slow
 def test_fasttd3_learns_pendulum():
-    evals = _learn("fasttd3", "pendulum")  # 40k env steps; measured: -132 at 20k, -119 at 40k (seed 0)
-    assert np.median(evals[-3:]) >= -250, evals
+    """float32, as training runs (its 101-atom critics cost twice as much in float64): 28k env steps; measured, seed
+    0: -1,047 after 12k, -132 after 20k, -141 after 28k."""
+    with jax.enable_x64(False):
+        evals = _learn("fasttd3", "pendulum", num_timesteps=28_000)
+    assert np.median(evals[-2:]) >= -250, evals
 
 
 @pytest.mark.slow

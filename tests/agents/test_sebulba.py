@@ -362,15 +362,15 @@ def test_host_evaluation_reports_the_tasks_measures_as_the_device_evaluation_doe
 
 @pytest.mark.slow
 def test_fasttd3_learns_pendulum_on_host_environments():
-    """FastTD3 on Sebulba, Gymnasium's Pendulum-v1 through its vector environment: the preset's evaluations after
-    12,800 and 19,200 env steps average -250 or better (measured, seed 0, float32: -165 after 6,400 steps, -167 after
-    12,800, -182 after 19,200; float64, as here: -1,485 after 6,400, -201 after 12,800; a random policy scores -1,200
-    to -1,600)."""
+    """FastTD3 on Sebulba, Gymnasium's Pendulum-v1 through its vector environment, float32 as training runs: the
+    preset's evaluations after 6,400 and 12,800 env steps average -250 or better (measured, seed 0: -165 and -167; a
+    random policy scores -1,200 to -1,600)."""
     algo = runner.algorithm("fasttd3", "sebulba")
-    config = dataclasses.replace(algo.preset("Pendulum-v1"), num_timesteps=19_200, checkpoint_every=0)
-    _, history = runner.train(algo, config)
+    config = dataclasses.replace(algo.preset("Pendulum-v1"), num_timesteps=12_800, checkpoint_every=0)
+    with jax.enable_x64(False):
+        _, history = runner.train(algo, config)
     evals = [m["eval/episode_return"] for m in history if "eval/episode_return" in m]
-    assert len(evals) == 3 and np.mean(evals[-2:]) >= -250, evals
+    assert len(evals) == 2 and np.mean(evals) >= -250, evals
     assert not _actor_threads()
 
 

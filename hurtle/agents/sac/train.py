@@ -18,6 +18,7 @@ anything is allocated (`Config.max_replay_size`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from jax import lax
 from jax.sharding import Mesh
 
 from hurtle import podracer
-from hurtle.agents import replay, runner
+from hurtle.agents import offpolicy, replay, runner
 from hurtle.agents.sac import losses
 from hurtle.agents.sac.config import Config
 from hurtle.envs.base import Box, Env, State, float_dtype
@@ -244,43 +245,17 @@ def init_state(config: Config, env: Env, networks: Networks, mesh: Mesh | None =
 def make_prefill(config: Config, env: Env, networks: Networks, mesh: Mesh | None = None) -> Callable:
     """The jitted `prefill(state) -> state`: `config.prefill_steps` steps of every environment with uniformly
     random actions, stored (the learner's `prepare`: a fresh run's first work)."""
-
-    def prefill(state: TrainState) -> TrainState:
-        key, k = jax.random.split(state.key)
-
-        def body(s, k):
-            s, _ = env_step(s, k, env=env, networks=networks, config=config, random_actions=True, mesh=mesh)
-            return s, None
-
-        state, _ = lax.scan(body, state, jax.random.split(k, config.prefill_steps))
-        return state.replace(key=key)
-
-    return jax.jit(prefill)
+    return offpolicy.make_prefill(
+        config, functools.partial(env_step, env=env, networks=networks, config=config, mesh=mesh)
+    )
 
 
 def make_iteration(
     config: Config, env: Env, networks: Networks, mesh: Mesh | None = None, on_trace: Callable[[], None] | None = None
 ) -> Callable[[TrainState], tuple[TrainState, dict[str, jax.Array]]]:
     """The jitted `iteration(state) -> (state, metrics)`: `config.steps_per_iteration` training steps."""
-
-    def iteration(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        if on_trace is not None:
-            on_trace()
-        key, k = jax.random.split(state.key)
-        body = lambda s, k: training_step(s, k, env=env, networks=networks, config=config, mesh=mesh)  # noqa: E731
-        state, ((ret, length, ended), metrics) = lax.scan(body, state, jax.random.split(k, config.steps_per_iteration))
-        n = jnp.sum(ended)
-        denom = jnp.maximum(n, jnp.ones_like(n))
-        metrics = {
-            **jax.tree.map(jnp.mean, metrics),
-            "train/episode_return": jnp.sum(ret) / denom,
-            "train/episode_length": jnp.sum(length) / denom,
-            "train/episodes": n,  # the two means above are 0 when no episode ended
-            "replay/size": state.buffer.size * state.buffer.width,
-        }
-        return state.replace(key=key), metrics
-
-    return jax.jit(iteration)
+    step = functools.partial(training_step, env=env, networks=networks, config=config, mesh=mesh)
+    return offpolicy.make_iteration(config, step, on_trace)
 
 
 def make_learner(config: Config, mesh: Mesh) -> runner.Learner:

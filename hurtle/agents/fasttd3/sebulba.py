@@ -14,7 +14,6 @@ buffer included; a resumed run goes on from it with new episodes (host environme
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import jax
@@ -125,7 +124,6 @@ def make_learner(config: SebulbaConfig, mesh=None) -> runner.Learner:
     )
     replay.check_fits(replay.nbytes(example, slots), learner_devices, "max_replay_size")
     steps_per_iteration = config.unroll_length * width
-    nthread = config.env_threads or max(1, (os.cpu_count() or 1) // host.num_actor_threads(config, actor_devices))
     holder: dict[str, Sebulba] = {}
 
     def init() -> TrainState:
@@ -187,17 +185,7 @@ def make_learner(config: SebulbaConfig, mesh=None) -> runner.Learner:
         return int(podracer.host_value(state.step)) // steps_per_iteration
 
     def start(state: TrainState) -> None:
-        sebulba = Sebulba(
-            lambda index: host.make_host_env(config, config.num_envs, nthread, actor=index),
-            make_sampler(config, networks),
-            actor_devices,
-            unroll_length=config.unroll_length,
-            mode=config.mode,
-            actor_threads=config.actor_threads,
-            asynchronous=config.asynchronous,
-            queue_size=config.queue_size,
-            seed=config.seed,
-        )
+        sebulba = host.make_actors(config, make_sampler(config, networks), actor_devices)
         holder["sebulba"] = sebulba
         sebulba.publish(actor_policy(state), version(state))
         sebulba.start()
@@ -213,15 +201,8 @@ def make_learner(config: SebulbaConfig, mesh=None) -> runner.Learner:
         state, metrics = learn(state, jax.device_put(batch, podracer.replicated(learner_mesh)))
         metrics = podracer.host_value(metrics)
         sebulba.publish(actor_policy(state), version(state))
-        episodes = float(tr.episodes.sum())
-        metrics = {
-            **metrics,  # NaN until learning starts: the first row fixes metrics.csv's columns
-            **stats,
-            "train/episode_return": float(tr.episode_return.sum()) / max(episodes, 1.0),
-            "train/episodes": episodes,
-            "train/nan_resets": float(tr.nan_resets.sum()),
-        }
-        return state, metrics
+        # the losses are NaN until learning starts (logged anyway: the first row fixes metrics.csv's columns)
+        return state, {**metrics, **stats, **host.trajectory_metrics(tr)}
 
     def close() -> None:
         sebulba = holder.pop("sebulba", None)

@@ -194,6 +194,33 @@ def num_actor_threads(config: Config, actor_devices: list) -> int:
     ]
 
 
+def make_actors(config: Any, sampler: Callable, actor_devices: list) -> Sebulba:
+    """The actor threads of a Sebulba learner of `config` (any `HostConfig`): its host environments, MuJoCo C's
+    threads shared out between the actor threads unless `env_threads` says."""
+    nthread = config.env_threads or max(1, (os.cpu_count() or 1) // num_actor_threads(config, actor_devices))
+    return Sebulba(
+        lambda index: make_host_env(config, config.num_envs, nthread, actor=index),
+        sampler,
+        actor_devices,
+        unroll_length=config.unroll_length,
+        mode=config.mode,
+        actor_threads=config.actor_threads,
+        asynchronous=config.asynchronous,
+        queue_size=config.queue_size,
+        seed=config.seed,
+    )
+
+
+def trajectory_metrics(trajectory: Any) -> dict[str, float]:
+    """What a collected trajectory logs: the mean return of the episodes that ended in it, their count, NaN resets."""
+    episodes = float(trajectory.episodes.sum())
+    return {
+        "train/episode_return": float(trajectory.episode_return.sum()) / max(episodes, 1.0),
+        "train/episodes": episodes,
+        "train/nan_resets": float(trajectory.nan_resets.sum()),
+    }
+
+
 def make_update(config: Config, networks: Networks, mesh: Mesh) -> Callable:
     """The jitted `update(state, batch) -> (state, metrics)` on the learner mesh."""
     dist = networks.policy.distribution
@@ -294,7 +321,6 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
     networks = make_networks(config)
     update = make_update(config, networks, learner_mesh)
     sampler = make_sampler(config, networks)
-    nthread = config.env_threads or max(1, (os.cpu_count() or 1) // threads)
     holder: dict[str, Sebulba] = {}
 
     def init() -> TrainState:
@@ -312,17 +338,7 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
         return podracer.device_put_replicated(state, learner_mesh)
 
     def start(state: TrainState) -> None:
-        sebulba = Sebulba(
-            lambda index: make_host_env(config, config.num_envs, nthread, actor=index),
-            sampler,
-            actor_devices,
-            unroll_length=config.unroll_length,
-            mode=config.mode,
-            actor_threads=config.actor_threads,
-            asynchronous=config.asynchronous,
-            queue_size=config.queue_size,
-            seed=config.seed,
-        )
+        sebulba = make_actors(config, sampler, actor_devices)
         holder["sebulba"] = sebulba
         sebulba.publish(policy_of(state), int(podracer.host_value(state.version)))
         sebulba.start()
@@ -337,15 +353,7 @@ def make_learner(config: Config, mesh: Mesh | None = None) -> runner.Learner:
         state, metrics = update(state, podracer.device_put_process_batch(batch, learner_mesh, axis=1))
         metrics = podracer.host_value(metrics)  # waits for the update
         sebulba.publish(policy_of(state), int(podracer.host_value(state.version)))
-        episodes = float(trajectory.episodes.sum())
-        metrics = {
-            **metrics,
-            **stats,
-            "sebulba/update_s": time.perf_counter() - t0,
-            "train/episode_return": float(trajectory.episode_return.sum()) / max(episodes, 1.0),
-            "train/episodes": episodes,
-            "train/nan_resets": float(trajectory.nan_resets.sum()),
-        }
+        metrics = {**metrics, **stats, "sebulba/update_s": time.perf_counter() - t0, **trajectory_metrics(trajectory)}
         return state, metrics
 
     def close() -> None:
@@ -361,6 +369,7 @@ __all__ = [
     "TrainState",
     "devices",
     "make_actor",
+    "make_actors",
     "make_evaluate",
     "make_host_env",
     "make_learner",
@@ -368,4 +377,5 @@ __all__ = [
     "make_update",
     "policy_of",
     "spaces",
+    "trajectory_metrics",
 ]

@@ -362,7 +362,7 @@ def test_host_evaluation_reports_the_tasks_measures_as_the_device_evaluation_doe
 
 @pytest.mark.slow
 def test_fasttd3_learns_pendulum_on_host_environments():
-    """FastTD3 on Sebulba, Gymnasium's Pendulum-v1 through its vector environment, float32 as training runs: the
+    """FastTD3 on Sebulba, Gymnasium's Pendulum-v1 (Gymnasium 1.4.0 measured) through its vector environment, float32 as training runs: the
     preset's evaluations after 6,400 and 12,800 env steps average -250 or better (measured, seed 0: -165 and -167; a
     random policy scores -1,200 to -1,600)."""
     algo = runner.algorithm("fasttd3", "sebulba")
